@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Dependency-direction rules of ../shared/docs/architecture.md, checked with `bazel query`.
+# Each rule: "no target under FROM may (transitively) depend on a target under TO".
+# Prints one line per rule and exits non-zero if any rule is broken.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+RULES=(
+  "//base/... -> //api/... //kube/... //ipam/... //multus/... //dra/... //operator/... //agent/..."
+  "//api/... -> //kube/... //ipam/... //multus/... //dra/... //operator/... //agent/..."
+  "//ipam/... -> //kube/... //multus/... //dra/... //operator/... //agent/..."
+  "//multus/... -> //kube/... //ipam/... //dra/... //operator/... //agent/..."
+  "//kube/... -> //ipam/... //multus/... //dra/... //operator/... //agent/..."
+  "//dra/... -> //operator/... //agent/..."
+  "//operator/... -> //agent/..."
+  "//agent/... -> //operator/..."
+)
+
+# A package pattern with no targets yet makes `bazel query` fail; skip those.
+has_targets() {
+  bazel query --noshow_progress "$1" >/dev/null 2>&1
+}
+
+failed=0
+for rule in "${RULES[@]}"; do
+  from="${rule%% -> *}"
+  to=(${rule#* -> })
+  if ! has_targets "$from"; then
+    echo "deps: SKIP $from (no targets yet)"
+    continue
+  fi
+  forbidden=""
+  for t in "${to[@]}"; do
+    has_targets "$t" && forbidden="${forbidden:+$forbidden + }$t"
+  done
+  if [[ -z "$forbidden" ]]; then
+    echo "deps: OK   $from (nothing it must avoid exists yet)"
+    continue
+  fi
+  bad=$(bazel query --noshow_progress "deps($from) intersect ($forbidden)" 2>/dev/null)
+  if [[ $? -ne 0 ]]; then
+    echo "deps: FAIL $from: bazel query failed"
+    failed=1
+  elif [[ -n "$bad" ]]; then
+    echo "deps: FAIL $from must not depend on: $(echo $bad)"
+    failed=1
+  else
+    echo "deps: OK   $from"
+  fi
+done
+
+# kube/ knows generic Kubernetes types, never our CRDs (outside its test support).
+if has_targets "//kube/..."; then
+  bad=$(bazel query --noshow_progress \
+    "deps(//kube/... except attr(testonly, 1, //kube/...)) intersect //api:spider" 2>/dev/null || true)
+  if [[ -n "$bad" ]]; then
+    echo "deps: FAIL //kube/... (non-test) must not depend on //api:spider"
+    failed=1
+  else
+    echo "deps: OK   //kube/... does not use the Spider CRD types"
+  fi
+fi
+exit $failed

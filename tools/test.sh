@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# README command (2): every test. Installs what it needs, then runs
+#   1. all Bazel tests (default config),
+#   2. the same tests under AddressSanitizer and UndefinedBehaviorSanitizer,
+#   3. the dependency-direction rules (tools/check-deps.sh).
+# Ends with one line `N passed, N failed` and exits non-zero if anything failed.
+# Environment: SPIDERPOOL_TEST_KUBECONFIG=<kubeconfig> runs the kube integration tests against
+# that real cluster instead of the loopback API server (fault-injection tests then skip).
+#              SPIDERPOOL_TEST_CONFIGS="default asan ubsan" picks the build configs.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+if [[ $(id -u) -ne 0 ]]; then SUDO=sudo; else SUDO=; fi
+$SUDO ./tools/install-deps.sh || { echo "install-deps failed"; echo "0 passed, 1 failed"; exit 1; }
+
+passed=0
+failed=0
+failures=()
+LOG_DIR=$(mktemp -d /tmp/spiderpool-test-XXXXXX)
+
+run_bazel_tests() {
+  local name=$1; shift
+  local log="$LOG_DIR/$name.log"
+  echo "=== bazel test ($name) $*"
+  bazel test --keep_going "$@" //... 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  local p f
+  p=$(grep -cE '^//[^ ]+ +(\(cached\) )?PASSED' "$log")
+  f=$(grep -cE '^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|FLAKY|INCOMPLETE)' "$log")
+  while read -r line; do failures+=("[$name] $line"); done < <(
+    grep -E '^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|FLAKY|INCOMPLETE)' "$log" | awk '{print $1, $2, $3, $4}')
+  if [[ $rc -ne 0 && $f -eq 0 ]]; then
+    # The build broke before any test ran, or Bazel itself failed: count it.
+    f=1
+    failures+=("[$name] bazel exited $rc (see $log)")
+  fi
+  passed=$((passed + p))
+  failed=$((failed + f))
+}
+
+CONFIGS=${SPIDERPOOL_TEST_CONFIGS:-default asan ubsan}
+for c in $CONFIGS; do
+  if [[ $c == default ]]; then
+    run_bazel_tests default
+  else
+    run_bazel_tests "$c" "--config=$c"
+  fi
+done
+
+echo "=== dependency rules"
+if ./tools/check-deps.sh; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  failures+=("[deps] tools/check-deps.sh")
+fi
+
+if ((${#failures[@]})); then
+  echo "=== failures"
+  printf '  %s\n' "${failures[@]}"
+fi
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]
