@@ -27,10 +27,11 @@ absl::Time SimulatedClock::Now() const {
 
 bool SimulatedClock::SleepUntil(absl::Time deadline, std::stop_token stop) {
   std::unique_lock<std::mutex> lock(mu_);
-  ++sleepers_;
+  auto it = deadlines_.insert(deadline);
   cv_.notify_all();  // wakes WaitForSleepers
   bool reached = cv_.wait(lock, stop, [&] { return now_ >= deadline; });
-  --sleepers_;
+  deadlines_.erase(it);
+  cv_.notify_all();
   return reached;
 }
 
@@ -46,14 +47,19 @@ void SimulatedClock::SetTime(absl::Time t) {
   cv_.notify_all();
 }
 
+size_t SimulatedClock::ParkedLocked() const {
+  return std::distance(deadlines_.upper_bound(now_), deadlines_.end());
+}
+
 bool SimulatedClock::WaitForSleepers(size_t n, absl::Duration timeout) const {
   std::unique_lock<std::mutex> lock(mu_);
-  return cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout), [&] { return sleepers_ >= n; });
+  return cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout),
+                      [&] { return ParkedLocked() >= n; });
 }
 
 size_t SimulatedClock::sleepers() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return sleepers_;
+  return ParkedLocked();
 }
 
 }  // namespace spiderpool::base

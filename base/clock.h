@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <mutex>
+#include <set>
 #include <stop_token>
 
 #include "absl/time/clock.h"
@@ -40,16 +41,18 @@ class SimulatedClock : public Clock {
   bool SleepUntil(absl::Time deadline, std::stop_token stop = {}) override;
   void Advance(absl::Duration d);
   void SetTime(absl::Time t);
-  // Blocks until at least `n` threads are inside SleepUntil (or `timeout` of real time
-  // passes, returning false: a safety net against hung tests, not a synchronization tool).
+  // Blocks until at least `n` threads are parked in SleepUntil with a deadline still in the
+  // future (a thread whose deadline has passed is waking up and does not count), or until
+  // `timeout` of real time passes (returns false: a safety net against hung tests).
   bool WaitForSleepers(size_t n, absl::Duration timeout = absl::Seconds(30)) const;
   size_t sleepers() const;
 
  private:
   mutable std::mutex mu_;
   mutable std::condition_variable_any cv_;
-  absl::Time now_;       // guarded by mu_
-  size_t sleepers_ = 0;  // guarded by mu_
+  size_t ParkedLocked() const;
+  absl::Time now_;                     // guarded by mu_
+  std::multiset<absl::Time> deadlines_;  // guarded by mu_: one entry per sleeping thread
 };
 
 }  // namespace spiderpool::base
