@@ -1,0 +1,246 @@
+#pragma once
+// LoopbackApiServer: an in-process HTTPS server that behaves like kube-apiserver for what an
+// operator uses. Integration tests start one on 127.0.0.1:0, point a real client at url() with
+// ca_pem() and token() (or a kubeconfig from WriteKubeconfig) and exercise the same code paths
+// they would against a real cluster.
+//
+// What it serves, for every registered group/version/resource (namespaced or cluster-scoped):
+//   create (generateName, uid, creationTimestamp, resourceVersion, generation), get,
+//   list (labelSelector, fieldSelector on metadata.name / metadata.namespace / spec.nodeName,
+//   limit/continue pagination against a bounded set of list snapshots), update with optimistic
+//   concurrency, merge / JSON / (built-in types only) strategic-merge patch, the status
+//   subresource, delete with finalizers and preconditions, deletecollection, watch
+//   (resourceVersion semantics, bookmarks, 410 as an ERROR event, selectors), discovery
+//   (/version, /api, /api/v1, /apis, /apis/<g>/<v>), bearer-token (and client-certificate)
+//   authentication, NamespaceLifecycle, and CustomResourceDefinitions (registered on create,
+//   validated/pruned through a SchemaValidator, unregistered with their objects on delete).
+//
+// Deliberate differences from kube-apiserver (the full list is in README.md): no RBAC (every
+// authenticated user may do everything), no built-in type validation beyond metadata, strategic
+// merge patch is approximated (lists of objects merge by "name"), no server-side apply, no
+// managedFields, no controllers (no GC), no Table output, no graceful deletion for pods
+// (deletion is immediate unless finalizers are set).
+//
+// Thread-safety: every public method may be called from any thread.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "base/clock.h"
+#include "base/json.h"
+
+namespace spiderpool::kube::testing {
+
+// One API resource served by the server. Field order allows
+//   ResourceInfo{group, version, kind, plural, singular, namespaced, has_status, short_names,
+//                list_kind}
+struct ResourceInfo {
+  std::string group = {};     // "" for the core group
+  std::string version = {};   // "v1"
+  std::string kind = {};      // "Pod"
+  std::string plural = {};    // "pods"
+  std::string singular = {};  // "pod"; defaults to lower-case kind
+  bool namespaced = true;
+  bool has_status = false;  // serves <plural>/status
+  std::vector<std::string> short_names = {};
+  std::string list_kind = {};  // defaults to kind + "List"
+
+  std::string ApiVersion() const { return group.empty() ? version : group + "/" + version; }
+  // "pods" / "spiderippools.spiderpool.spidernet.io"
+  std::string GroupResource() const { return group.empty() ? plural : plural + "." + group; }
+};
+
+// metav1.StatusCause.
+struct StatusCause {
+  std::string reason = {};  // "FieldValueInvalid", "FieldValueRequired", ...
+  std::string message = {};
+  std::string field = {};  // "spec.ips[0]"
+};
+
+// A failure answer in the shape of a metav1.Status ("status":"Failure").
+struct ApiStatus {
+  int code = 500;
+  std::string reason = {};  // "NotFound", "AlreadyExists", "Conflict", "Invalid", ...
+  std::string message = {};
+  // details (omitted from JSON when all empty)
+  std::string name = {};
+  std::string group = {};
+  std::string kind = {};
+  std::vector<StatusCause> causes = {};
+  int retry_after_seconds = 0;  // details.retryAfterSeconds and the Retry-After header
+
+  base::Json ToJson() const;
+};
+
+// The authenticated caller.
+struct UserInfo {
+  std::string username = {};
+  std::string uid = {};
+  std::vector<std::string> groups = {};
+};
+
+// ---- Admission seam -------------------------------------------------------------------
+// The server calls the installed Admission on every create / update / patch / delete
+// (also on the status subresource), in kube-apiserver's order:
+//   decode -> Mutate -> (CRD) schema validation + pruning -> Validate -> persist.
+// It never holds its own locks while calling admission, so an implementation may call back
+// into the server (e.g. ListObjects to read webhook configurations) or do network I/O.
+enum class AdmissionOperation { kCreate, kUpdate, kDelete };
+std::string_view AdmissionOperationName(AdmissionOperation op);  // "CREATE", "UPDATE", "DELETE"
+
+struct AdmissionAttributes {
+  AdmissionOperation operation = AdmissionOperation::kCreate;
+  ResourceInfo resource = {};  // group/version/kind/plural of the request
+  std::string subresource = {};  // "" or "status"
+  std::string namespace_name = {};
+  std::string name = {};  // for CREATE with generateName: the generated name
+  base::Json old_object = {};  // null for CREATE; the stored object for UPDATE/DELETE
+  UserInfo user = {};
+  bool dry_run = false;
+  base::Json options = {};  // CreateOptions / UpdateOptions / DeleteOptions as sent (may be null)
+};
+
+class Admission {
+ public:
+  virtual ~Admission() = default;
+  // Mutating phase. `object` is the new object (null JSON for DELETE); it may be modified.
+  // Return an ApiStatus to reject the request with it.
+  virtual std::optional<ApiStatus> Mutate(const AdmissionAttributes& attrs, base::Json* object) {
+    return std::nullopt;
+  }
+  // Validating phase on the final object (null JSON for DELETE). Return an ApiStatus to reject.
+  virtual std::optional<ApiStatus> Validate(const AdmissionAttributes& attrs,
+                                            const base::Json& object) {
+    return std::nullopt;
+  }
+};
+
+// ---- Schema seam (CustomResourceDefinitions) --------------------------------------------
+// Validates `object` against one CRD version's openAPIV3Schema and prunes unknown fields in
+// place. Returns the field errors (empty = valid); the server answers 422 Invalid with them.
+using SchemaValidator = std::function<std::vector<StatusCause>(base::Json* object)>;
+// Builds the validator for one CRD version from its spec.versions[].schema.openAPIV3Schema.
+// An error rejects the CRD (422). The default uses kube/openapi when linked in.
+using SchemaValidatorFactory =
+    std::function<absl::StatusOr<SchemaValidator>(const base::Json& open_api_v3_schema)>;
+SchemaValidatorFactory DefaultSchemaValidatorFactory();
+
+// ---- Fault injection ---------------------------------------------------------------------
+// Which requests a fault applies to; empty strings match anything.
+struct FaultMatch {
+  std::string verb = {};  // get list watch create update patch delete deletecollection
+  std::string resource = {};  // plural ("pods"); "pods/status" matches only the subresource
+  std::string namespace_name = {};
+  std::string name = {};
+};
+
+struct LoopbackOptions {
+  std::string host = "127.0.0.1";
+  int port = 0;  // 0 = pick a free port
+  // Accepted bearer tokens; empty = one random token. Token users are "loopback-admin" in
+  // groups system:masters + system:authenticated.
+  std::vector<std::string> tokens = {};
+  // Also accept TLS client certificates signed by the server's CA (CN = user, O = groups).
+  bool accept_client_certificates = true;
+  // Watch events kept for resuming watches from a resourceVersion.
+  size_t watch_history_size = 1000;
+  // Events buffered for one slow watcher before its stream is closed (it must re-list).
+  size_t watch_queue_capacity = 100000;
+  // BOOKMARK period for watches with allowWatchBookmarks=true.
+  absl::Duration bookmark_interval = absl::Seconds(1);
+  // Paginated list snapshots kept for continue tokens (oldest dropped first -> 410).
+  size_t list_snapshots = 16;
+  // HTTP worker threads (each open watch occupies one).
+  int worker_threads = 128;
+  std::shared_ptr<Admission> admission = {};          // null = allow everything
+  SchemaValidatorFactory schema_validator_factory = {};  // null = DefaultSchemaValidatorFactory()
+  base::Clock* clock = nullptr;  // for timestamps; null = base::RealClock::Get()
+  // Existing CA to serve with (PEM); empty = generate a fresh one.
+  std::string ca_cert_pem = {};
+  std::string ca_key_pem = {};
+  bool log_requests = false;
+};
+
+class LoopbackApiServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<LoopbackApiServer>> Start(LoopbackOptions options = {});
+  // Stops the server: open watches end, worker threads are joined.
+  ~LoopbackApiServer();
+  LoopbackApiServer(const LoopbackApiServer&) = delete;
+  LoopbackApiServer& operator=(const LoopbackApiServer&) = delete;
+
+  void Stop();
+
+  std::string url() const;  // "https://127.0.0.1:PORT"
+  int port() const;
+  const std::string& ca_pem() const;
+  const std::string& token() const;  // the first accepted token
+  // Kubeconfig YAML: cluster "loopback" (server + certificate-authority-data), user
+  // "loopback" (token), context "loopback" = current-context.
+  std::string KubeconfigYaml() const;
+  absl::Status WriteKubeconfig(const std::string& path) const;
+  // A client certificate (PEM cert + key) for `user`, signed by the server CA.
+  absl::StatusOr<std::pair<std::string, std::string>> IssueClientCertificate(
+      std::string_view user, const std::vector<std::string>& groups) const;
+
+  // Serves one more resource (idempotent for an identical ResourceInfo). `validator` runs on
+  // create/update/patch like a CRD schema.
+  absl::Status RegisterResource(ResourceInfo info, SchemaValidator validator = nullptr);
+  std::vector<ResourceInfo> Resources() const;
+
+  // Admission may be swapped at any time (null = allow everything).
+  void SetAdmission(std::shared_ptr<Admission> admission);
+
+  // In-process request, no HTTP and no authentication (user "loopback-admin"): for seeding
+  // and inspecting state in tests. `path_and_query` like "/api/v1/namespaces/default/pods".
+  // Watch requests are refused (400). Fault injection applies.
+  struct CallResult {
+    int code = 0;
+    base::Json body;
+  };
+  CallResult Call(std::string_view method, std::string_view path_and_query,
+                  const base::Json& body = nullptr,
+                  std::string_view content_type = "application/json");
+  // Direct reads of the store (copies), e.g. for admission implementations. `ns` empty =
+  // all namespaces.
+  std::vector<base::Json> ListObjects(std::string_view group, std::string_view version,
+                                      std::string_view plural, std::string_view ns = "") const;
+
+  int64_t CurrentResourceVersion() const;
+  // Watch streams registered for events and not closed (by CloseWatches, overflow, timeout or
+  // a deleted CRD).
+  size_t OpenWatches() const;
+  // Blocks until at least `n` watch streams are open, i.e. their initial events are queued
+  // and every later write will reach them. Tests use it instead of sleeping.
+  bool WaitForWatches(size_t n, absl::Duration timeout = absl::Seconds(10)) const;
+
+  // ---- Fault injection (thread-safe) ----
+  // Delays every matching request (zero clears).
+  void InjectDelay(absl::Duration delay, FaultMatch match = {});
+  // The next `n` matching requests fail with `http_code` and a proper Status body
+  // (429 TooManyRequests + Retry-After, 500 InternalError, 409 Conflict, 503 ServiceUnavailable,
+  // 504 Timeout, ...).
+  void FailNext(int n, int http_code, FaultMatch match = {}, int retry_after_seconds = 0);
+  void ClearFaults();
+  // Ends every open watch stream (clients see EOF).
+  void CloseWatches();
+  // Forgets watch history and list snapshots: older resourceVersions get 410 on watch and
+  // outstanding continue tokens expire.
+  void CompactHistory();
+
+  class Impl;
+
+ private:
+  explicit LoopbackApiServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace spiderpool::kube::testing

@@ -1,0 +1,248 @@
+#pragma once
+// The transport-independent heart of the loopback API server: the resource registry, the
+// object store, watch fan-out with history, CRD handling, discovery and fault injection.
+// apiserver.cc puts HTTPS, authentication and streaming in front of it; LoopbackApiServer::Call
+// drives it directly.
+//
+// Concurrency: one mutex (mu_) guards registry + objects + watchers. Admission and schema
+// validators run without it. Watch delivery never blocks writers: each watcher has a bounded
+// queue, and an overflowing watcher is closed.
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "api/labels.h"
+#include "base/clock.h"
+#include "base/json.h"
+#include "kube/testing/apiserver.h"
+
+namespace spiderpool::kube::testing::internal {
+
+struct HttpRequest {
+  std::string method;  // GET POST PUT PATCH DELETE
+  std::string path;    // decoded path, no query
+  std::multimap<std::string, std::string> params;  // decoded query parameters
+  std::string body;
+  std::string content_type;
+  UserInfo user;
+};
+
+class Watcher;
+
+struct HttpResponse {
+  int code = 200;
+  std::string body;
+  std::string content_type = "application/json";
+  std::vector<std::pair<std::string, std::string>> headers;
+  // Set for a streaming watch: the body is produced by the watcher.
+  std::shared_ptr<Watcher> watch;
+};
+
+// One stored object: the JSON, its serialization, cached labels.
+struct Stored {
+  base::Json obj;
+  std::string text;  // DumpJson(obj)
+  std::string key;   // "ns/name" or "name"
+  int64_t rv = 0;
+  api::Labels labels;
+};
+using StoredPtr = std::shared_ptr<const Stored>;
+
+// One queued watch output.
+struct WatchItem {
+  std::string type;           // ADDED MODIFIED DELETED BOOKMARK ERROR
+  StoredPtr obj;              // object events
+  std::string raw;            // BOOKMARK / ERROR: the serialized object
+};
+
+// A live watch stream. The producer side (Core, under its lock) pushes; the consumer (the
+// HTTP thread) pops and writes.
+class Watcher {
+ public:
+  Watcher(size_t capacity, std::string api_version) : capacity_(capacity),
+                                                       api_version_(std::move(api_version)) {}
+  // Producer: never blocks. Returns false if the watcher is closed (or just overflowed).
+  bool Push(WatchItem item);
+  // Ends the stream after already queued items (`drop` = discard them).
+  void Close(bool drop = false);
+  bool closed() const;
+  // Consumer: waits until items are queued, the stream closes, or `deadline`.
+  // Returns the queued items (possibly none) and whether the stream is finished.
+  std::vector<WatchItem> Wait(absl::Time deadline, bool* finished);
+  // "{"type":...,"object":...}\n" for one item, in this watch's apiVersion.
+  std::string Render(const WatchItem& item) const;
+  const std::string& api_version() const { return api_version_; }
+
+  // Immutable after registration.
+  std::string group, plural, ns;  // ns "" = all namespaces
+  api::LabelSelector labels;
+  api::FieldSelector fields;
+  bool bookmarks = false;
+  absl::Time deadline = absl::InfiniteFuture();
+  std::string kind;
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<WatchItem> queue_;  // guarded by mu_
+  bool closed_ = false;           // guarded by mu_
+  size_t capacity_;
+  std::string api_version_;
+};
+
+struct CoreOptions {
+  size_t watch_history_size = 1000;
+  size_t watch_queue_capacity = 100000;
+  size_t list_snapshots = 16;
+  base::Clock* clock = nullptr;
+  SchemaValidatorFactory schema_validator_factory = {};
+  std::shared_ptr<Admission> admission = {};
+};
+
+class Core {
+ public:
+  explicit Core(CoreOptions options);
+  ~Core();
+
+  HttpResponse Handle(const HttpRequest& req);
+
+  absl::Status RegisterResource(ResourceInfo info, SchemaValidator validator, bool custom);
+  std::vector<ResourceInfo> Resources() const;
+  void SetAdmission(std::shared_ptr<Admission> admission);
+  std::vector<base::Json> ListObjects(std::string_view group, std::string_view version,
+                                      std::string_view plural, std::string_view ns) const;
+  int64_t CurrentResourceVersion() const;
+
+  // Watch bookkeeping for the HTTP layer.
+  void EnqueueBookmark(const std::shared_ptr<Watcher>& w);
+  void SetServerAddress(std::string address);
+  void RemoveWatcher(const std::shared_ptr<Watcher>& w);
+  size_t OpenWatches() const;
+  bool WaitForWatches(size_t n, absl::Duration timeout) const;
+  void CloseWatches();
+  void CompactHistory();
+
+  // Faults.
+  void InjectDelay(absl::Duration delay, FaultMatch match);
+  void FailNext(int n, int http_code, FaultMatch match, int retry_after_seconds);
+  void ClearFaults();
+
+ private:
+  struct VersionState {
+    ResourceInfo info;  // version-specific view (has_status may differ)
+    SchemaValidator validator;
+  };
+  struct Event {
+    std::string type;
+    int64_t rv;
+    StoredPtr obj;   // current (DELETED: final state with the delete RV)
+    StoredPtr prev;  // previous state (MODIFIED/DELETED)
+  };
+  struct ResourceState {
+    std::string group, plural, kind, singular, list_kind;
+    bool namespaced = true;
+    bool custom = false;  // served for a CRD (unstructured semantics)
+    std::vector<std::string> short_names;
+    std::map<std::string, VersionState> versions;  // by version
+    std::string storage_version;
+    std::map<std::string, StoredPtr> objects;  // by key
+    std::deque<Event> history;
+    int64_t history_floor = 0;  // every event with rv > floor is in history
+    std::list<std::shared_ptr<Watcher>> watchers;
+  };
+  struct Snapshot {
+    std::vector<StoredPtr> items;
+    int64_t rv = 0;
+  };
+  struct Fault {
+    FaultMatch match;
+    int remaining = 0;
+    int code = 0;
+    int retry_after = 0;
+    absl::Duration delay;
+  };
+  // A parsed request path.
+  struct Target {
+    enum Kind {
+      kRoot, kVersion, kHealth, kApi, kApis, kGroup, kGroupVersion, kResource, kOpenApi, kNotFound
+    } kind = kNotFound;
+    std::string group, version, ns, plural, name, sub;
+    bool legacy_watch = false;
+    bool ns_in_path = false;
+    // Resolved for kResource:
+    ResourceInfo info;
+    bool custom = false;
+    std::string ApiVersion() const { return group.empty() ? version : group + "/" + version; }
+  };
+  struct WriteCtx;
+
+  // Routing.
+  HttpResponse Dispatch(const HttpRequest& req);
+  HttpResponse Discovery(const HttpRequest& req, const Target& t);
+  HttpResponse OpenApi(const HttpRequest& req, const std::vector<std::string>& seg);
+  HttpResponse Get(const HttpRequest& req, const Target& t);
+  HttpResponse List(const HttpRequest& req, const Target& t);
+  HttpResponse Watch(const HttpRequest& req, const Target& t);
+  HttpResponse Create(const HttpRequest& req, const Target& t);
+  HttpResponse Update(const HttpRequest& req, const Target& t, bool patch);
+  HttpResponse Delete(const HttpRequest& req, const Target& t);
+  HttpResponse DeleteCollection(const HttpRequest& req, const Target& t);
+
+  // Helpers (the *Locked ones require mu_).
+  ResourceState* FindLocked(std::string_view group, std::string_view plural);
+  const ResourceState* FindLocked(std::string_view group, std::string_view plural) const;
+  std::optional<ApiStatus> ResolveLocked(Target* t);
+  int64_t NextRvLocked() { return ++rv_; }
+  size_t CountOpenLocked() const;  // registered watchers that are not closed
+  StoredPtr MakeStored(base::Json obj, std::string key, int64_t rv) const;
+  void EmitLocked(ResourceState& rs, std::string type, StoredPtr obj, StoredPtr prev);
+  void EnqueueBookmarkLocked(Watcher& w, bool initial_events_end);
+  void OfferLocked(const ResourceState& rs, Watcher& w, const Event& e) const;
+  bool MatchesLocked(const Watcher& w, const Stored& s) const;
+  // Removes an object for good (DELETED event; namespace/CRD side effects).
+  void RemoveLocked(ResourceState& rs, const StoredPtr& cur);
+  void AfterRemoveLocked(ResourceState& rs, const Stored& removed);
+  void DeleteNamespaceContentsLocked(const std::string& ns);
+  void UnregisterCrdLocked(const base::Json& crd);
+  std::optional<ApiStatus> ApplyCrdLocked(const base::Json& crd,
+                                         const std::map<std::string, SchemaValidator>& validators);
+  std::optional<ApiStatus> PlanCrd(const base::Json& crd,
+                                   std::map<std::string, SchemaValidator>* validators) const;
+  void SetCrdStatus(base::Json* crd, const base::Json* old) const;
+  std::optional<ApiStatus> CheckNamespaceLocked(const Target& t, std::string_view name) const;
+  std::optional<ApiStatus> TakeFault(const Target& t, std::string_view verb,
+                                     absl::Duration* delay);
+
+  std::string NowRfc3339() const;
+  std::string NewUid();
+  std::string RandomSuffix();
+
+  CoreOptions options_;
+  base::Clock* clock_;
+
+  mutable std::mutex mu_;
+  mutable std::condition_variable watches_cv_;
+  int64_t rv_ = 0;                                      // guarded by mu_
+  std::map<std::pair<std::string, std::string>, ResourceState> resources_;  // (group, plural)
+  std::map<uint64_t, Snapshot> snapshots_;              // guarded by mu_
+  uint64_t next_snapshot_ = 1;                          // guarded by mu_
+  std::shared_ptr<Admission> admission_;                // guarded by mu_
+  std::string server_address_;                          // guarded by mu_
+  std::mt19937_64 rng_;                                 // guarded by mu_
+
+  std::mutex faults_mu_;
+  std::vector<Fault> faults_;  // guarded by faults_mu_
+};
+
+}  // namespace spiderpool::kube::testing::internal
