@@ -152,7 +152,7 @@ void DecodeScalar(const Json& j, std::string& out, const FieldOpts& o, const std
     return;
   }
   out = j.get<std::string>();
-  if (o.required && out.empty()) {
+  if (o.required && !o.allow_empty && out.empty()) {
     errs->Add(path, "Required value");
     return;
   }

@@ -49,7 +49,10 @@ enum class Format {
 };
 
 struct FieldOpts {
+  // Required fields are always written, and must be present (strings: non-empty, unless
+  // allow_empty) when decoding.
   bool required = false;
+  bool allow_empty = false;
   Format format = Format::kNone;
   // Allowed values for strings (or integers, written as decimal text). Empty = any.
   std::vector<std::string_view> enum_values = {};

@@ -141,8 +141,8 @@ class Parser {
  public:
   explicit Parser(std::string_view text) : text_(text), toks_(Lex(text)) {}
 
-  absl::StatusOr<LabelSelector> Parse() {
-    LabelSelector sel;
+  absl::StatusOr<Selector> Parse() {
+    Selector sel;
     if (Peek().kind == Tok::kEnd) return sel;
     while (true) {
       absl::StatusOr<LabelRequirement> req = ParseRequirement();
@@ -395,13 +395,13 @@ std::string LabelRequirement::String() const {
   return key;
 }
 
-LabelSelector LabelSelector::Nothing() {
-  LabelSelector s;
+Selector Selector::Nothing() {
+  Selector s;
   s.nothing_ = true;
   return s;
 }
 
-absl::Status LabelSelector::Add(LabelRequirement r) {
+absl::Status Selector::Add(LabelRequirement r) {
   std::string err = ValidateLabelKey(r.key);
   if (!err.empty()) {
     return absl::InvalidArgumentError(
@@ -460,16 +460,16 @@ absl::Status LabelSelector::Add(LabelRequirement r) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<LabelSelector> LabelSelector::Parse(std::string_view text) {
+absl::StatusOr<Selector> Selector::Parse(std::string_view text) {
   return Parser(text).Parse();
 }
 
-absl::StatusOr<LabelSelector> LabelSelector::FromJson(const base::Json& selector) {
+absl::StatusOr<Selector> Selector::FromJson(const base::Json& selector) {
   if (selector.is_null()) return Nothing();
   if (!selector.is_object()) {
     return absl::InvalidArgumentError("label selector must be an object");
   }
-  LabelSelector out;
+  Selector out;
   for (auto it = selector.begin(); it != selector.end(); ++it) {
     if (it.key() != "matchLabels" && it.key() != "matchExpressions") {
       return absl::InvalidArgumentError(
@@ -542,7 +542,7 @@ absl::StatusOr<LabelSelector> LabelSelector::FromJson(const base::Json& selector
   return out;
 }
 
-bool LabelSelector::Matches(const Labels& labels) const {
+bool Selector::Matches(const Labels& labels) const {
   if (nothing_) return false;
   for (const LabelRequirement& r : requirements_) {
     if (!r.Matches(labels)) return false;
@@ -550,7 +550,7 @@ bool LabelSelector::Matches(const Labels& labels) const {
   return true;
 }
 
-std::string LabelSelector::String() const {
+std::string Selector::String() const {
   std::string out;
   for (size_t i = 0; i < requirements_.size(); ++i) {
     if (i) out += ",";

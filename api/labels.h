@@ -1,10 +1,10 @@
 #pragma once
 // Label and field selectors, as Kubernetes parses and evaluates them.
 //
-//   auto sel = LabelSelector::Parse("app=web,tier!=db,env in (prod,qa),!legacy");
+//   auto sel = Selector::Parse("app=web,tier!=db,env in (prod,qa),!legacy");
 //   if (sel.ok() && sel->Matches(LabelsOf(object))) ...
 //
-// LabelSelector::FromJson builds the same thing from a metav1.LabelSelector JSON object
+// Selector::FromJson builds the same thing from a metav1.LabelSelector JSON object
 // (matchLabels + matchExpressions), with metav1.LabelSelectorAsSelector's semantics: an empty
 // selector ({}) matches everything, a null selector matches nothing.
 // FieldSelector parses "metadata.name=x,spec.nodeName!=n1" (=, ==, !=; `\` escapes , = and \).
@@ -45,18 +45,18 @@ struct LabelRequirement {
   std::string String() const;  // canonical text, e.g. "env in (prod,qa)"
 };
 
-class LabelSelector {
+class Selector {
  public:
   // Matches everything.
-  LabelSelector() = default;
-  static LabelSelector Everything() { return LabelSelector(); }
-  static LabelSelector Nothing();
+  Selector() = default;
+  static Selector Everything() { return Selector(); }
+  static Selector Nothing();
 
   // Parses the string form. Whitespace around tokens is allowed. Errors are InvalidArgument
   // with a message naming the offending requirement.
-  static absl::StatusOr<LabelSelector> Parse(std::string_view text);
+  static absl::StatusOr<Selector> Parse(std::string_view text);
   // From a metav1.LabelSelector JSON value. null -> Nothing(); {} -> Everything().
-  static absl::StatusOr<LabelSelector> FromJson(const base::Json& selector);
+  static absl::StatusOr<Selector> FromJson(const base::Json& selector);
 
   bool Matches(const Labels& labels) const;
   bool Matches(const base::Json& object) const { return Matches(LabelsOf(object)); }

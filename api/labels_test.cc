@@ -8,16 +8,16 @@ namespace {
 Labels L(std::initializer_list<std::pair<const std::string, std::string>> l) { return Labels(l); }
 
 TEST(LabelSelectorParse, EmptyMatchesEverything) {
-  auto s = LabelSelector::Parse("");
+  auto s = Selector::Parse("");
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_TRUE(s->Empty());
   EXPECT_TRUE(s->Matches(Labels{}));
   EXPECT_TRUE(s->Matches(L({{"a", "b"}})));
-  EXPECT_TRUE(LabelSelector::Parse("   ")->Empty());
+  EXPECT_TRUE(Selector::Parse("   ")->Empty());
 }
 
 TEST(LabelSelectorParse, AllOperators) {
-  auto s = LabelSelector::Parse("a=b,c!=d,e in (x,y),f notin (z),g,!h");
+  auto s = Selector::Parse("a=b,c!=d,e in (x,y),f notin (z),g,!h");
   ASSERT_TRUE(s.ok()) << s.status();
   ASSERT_EQ(s->requirements().size(), 6u);
   EXPECT_EQ(s->String(), "a=b,c!=d,e in (x,y),f notin (z),g,!h");
@@ -50,14 +50,14 @@ TEST(LabelSelectorParse, AllOperators) {
 }
 
 TEST(LabelSelectorParse, DoubleEqualsAndWhitespace) {
-  auto s = LabelSelector::Parse("  app == web ,  tier in ( a , b )  ");
+  auto s = Selector::Parse("  app == web ,  tier in ( a , b )  ");
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_TRUE(s->Matches(L({{"app", "web"}, {"tier", "b"}})));
   EXPECT_FALSE(s->Matches(L({{"app", "web"}, {"tier", "c"}})));
 }
 
 TEST(LabelSelectorParse, EmptyValue) {
-  auto s = LabelSelector::Parse("a=");
+  auto s = Selector::Parse("a=");
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_TRUE(s->Matches(L({{"a", ""}})));
   EXPECT_FALSE(s->Matches(L({{"a", "x"}})));
@@ -65,35 +65,35 @@ TEST(LabelSelectorParse, EmptyValue) {
 }
 
 TEST(LabelSelectorParse, PrefixedKeys) {
-  auto s = LabelSelector::Parse("spiderpool.spidernet.io/pool=p1");
+  auto s = Selector::Parse("spiderpool.spidernet.io/pool=p1");
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_TRUE(s->Matches(L({{"spiderpool.spidernet.io/pool", "p1"}})));
 }
 
 TEST(LabelSelectorParse, GreaterLess) {
-  auto s = LabelSelector::Parse("n>3,m<10");
+  auto s = Selector::Parse("n>3,m<10");
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_TRUE(s->Matches(L({{"n", "4"}, {"m", "9"}})));
   EXPECT_FALSE(s->Matches(L({{"n", "3"}, {"m", "9"}})));
   EXPECT_FALSE(s->Matches(L({{"n", "x"}, {"m", "9"}})));
-  EXPECT_FALSE(LabelSelector::Parse("n>x").ok());
+  EXPECT_FALSE(Selector::Parse("n>x").ok());
 }
 
 TEST(LabelSelectorParse, BadInput) {
   for (const char* bad : {"a=b,", ",a", "a b", "a in b", "a in (b", "a in ()", "!", "!a=b",
                           "a=b=c", "a in (b c)", "=b", "a=(", "-a=b", "a=-b", "a/b/c=d",
                           "Bad_Prefix.com/a=b", "a notin", "a===b", "(a)"}) {
-    auto s = LabelSelector::Parse(bad);
+    auto s = Selector::Parse(bad);
     EXPECT_FALSE(s.ok()) << "accepted: " << bad;
     if (!s.ok()) {
       EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
       EXPECT_FALSE(s.status().message().empty());
     }
   }
-  auto s = LabelSelector::Parse("a in ()");
+  auto s = Selector::Parse("a in ()");
   EXPECT_NE(std::string(s.status().message()).find("can't be empty"), std::string::npos)
       << s.status();
-  s = LabelSelector::Parse("x=" + std::string(64, 'a'));
+  s = Selector::Parse("x=" + std::string(64, 'a'));
   EXPECT_NE(std::string(s.status().message()).find("63 characters"), std::string::npos)
       << s.status();
 }
@@ -105,7 +105,7 @@ TEST(LabelSelectorJson, MatchLabelsAndExpressions) {
       {"key":"zone","operator":"Exists"},
       {"key":"env","operator":"NotIn","values":["dev"]}]})");
   ASSERT_TRUE(j.ok());
-  auto s = LabelSelector::FromJson(*j);
+  auto s = Selector::FromJson(*j);
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_TRUE(s->Matches(L({{"app", "web"}, {"tier", "fe"}, {"zone", "a"}})));
   EXPECT_FALSE(s->Matches(L({{"app", "web"}, {"tier", "fe"}, {"zone", "a"}, {"env", "dev"}})));
@@ -115,11 +115,11 @@ TEST(LabelSelectorJson, MatchLabelsAndExpressions) {
 }
 
 TEST(LabelSelectorJson, EmptyAndNull) {
-  auto empty = LabelSelector::FromJson(base::Json::object());
+  auto empty = Selector::FromJson(base::Json::object());
   ASSERT_TRUE(empty.ok());
   EXPECT_TRUE(empty->Matches(L({{"a", "b"}})));
   EXPECT_TRUE(empty->Matches(Labels{}));
-  auto null = LabelSelector::FromJson(nullptr);
+  auto null = Selector::FromJson(nullptr);
   ASSERT_TRUE(null.ok());
   EXPECT_TRUE(null->MatchesNothing());
   EXPECT_FALSE(null->Matches(Labels{}));
@@ -143,11 +143,11 @@ TEST(LabelSelectorJson, BadInput) {
        }) {
     auto j = base::ParseJson(bad);
     ASSERT_TRUE(j.ok()) << bad;
-    auto s = LabelSelector::FromJson(*j);
+    auto s = Selector::FromJson(*j);
     EXPECT_FALSE(s.ok()) << "accepted: " << bad;
   }
   auto j = base::ParseJson(R"({"matchExpressions":[{"key":"a","operator":"Equals"}]})");
-  auto s = LabelSelector::FromJson(*j);
+  auto s = Selector::FromJson(*j);
   EXPECT_NE(std::string(s.status().message()).find("matchExpressions[0].operator"),
             std::string::npos)
       << s.status();

@@ -153,8 +153,9 @@ struct Condition {
     v.Field("status", status, {.required = true, .enum_values = {"True", "False", "Unknown"}});
     v.Field("observedGeneration", observed_generation);
     v.Field("lastTransitionTime", last_transition_time, {.required = true});
-    v.Field("reason", reason, {.required = true});
-    v.Field("message", message, {.required = true});
+    // metav1.Condition requires both keys, but an empty message is legal.
+    v.Field("reason", reason, {.required = true, .allow_empty = true});
+    v.Field("message", message, {.required = true, .allow_empty = true});
   }
   friend bool operator==(const Condition&, const Condition&) = default;
 };

@@ -75,6 +75,7 @@ absl::StatusOr<IPPrefix> IPPrefix::Parse(std::string_view text) {
   std::string_view len_text = text.substr(slash + 1);
   int len = 0;
   bool ok = addr.ok() && !len_text.empty() && len_text.size() <= 3;
+  if (!ok) return absl::InvalidArgumentError(StrCat("\"", text, "\" is not a CIDR"));
   for (char c : len_text) {
     if (c < '0' || c > '9') ok = false;
     else len = len * 10 + (c - '0');

@@ -50,7 +50,7 @@ TEST(IPPrefix, ParsesCanonicalAndNot) {
   EXPECT_FALSE(q->IsCanonical());
   EXPECT_EQ(q->Canonical().ToString(), "10.0.0.0/24");
   for (const char* bad : {"10.0.0.0", "10.0.0.0/33", "10.0.0.0/-1", "10.0.0.0/", "fd00::/129",
-                          "10.0.0.0/08", "x/8"}) {
+                          "10.0.0.0/08", "x/8", "10.0.0.0/2222222222"}) {
     EXPECT_FALSE(IPPrefix::Parse(bad).ok()) << bad;
   }
 }

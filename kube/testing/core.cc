@@ -71,7 +71,15 @@ std::vector<WatchItem> Watcher::Wait(absl::Time deadline, bool* finished) {
 
 std::string Watcher::Render(const WatchItem& item) const {
   std::string out = StrCat("{\"type\":\"", item.type, "\",\"object\":");
-  if (item.obj) {
+  if (item.obj && table) {
+    Json copy = item.obj->obj;
+    copy["apiVersion"] = api_version_;
+    Json meta = {{"resourceVersion", MetaStr(copy, "resourceVersion")}};
+    absl::Time now = clock ? clock->Now() : absl::Now();
+    out += base::DumpJson(table->ToTable({&copy}, meta, now, include_object, table_version,
+                                         !table_headers_sent_));
+    table_headers_sent_ = true;
+  } else if (item.obj) {
     const Json& obj = item.obj->obj;
     auto it = obj.find("apiVersion");
     if (it != obj.end() && it->is_string() && it->get_ref<const std::string&>() == api_version_) {
@@ -666,13 +674,53 @@ void Core::SetServerAddress(std::string address) {
 // ---- reads ----
 
 
+TableConvertor Core::TableConvertorLocked(const Target& t) const {
+  if (!t.custom) return TableConvertor::ForBuiltin(t.group, t.plural);
+  Json columns;
+  if (const ResourceState* crds = FindLocked("apiextensions.k8s.io", "customresourcedefinitions")) {
+    auto it = crds->objects.find(StrCat(t.plural, ".", t.group));
+    if (it != crds->objects.end()) {
+      const Json& spec = it->second->obj.contains("spec") ? it->second->obj["spec"] : Json();
+      if (spec.is_object() && spec.contains("versions") && spec["versions"].is_array()) {
+        for (const Json& v : spec["versions"]) {
+          if (Str(v, "name") == t.version && v.contains("additionalPrinterColumns")) {
+            columns = v["additionalPrinterColumns"];
+          }
+        }
+      }
+    }
+  }
+  return TableConvertor::ForCustomResource(columns);
+}
+
+namespace {
+// The Content-Type kube-apiserver answers a Table with.
+std::string TableContentType(const std::string& version) {
+  return StrCat("application/json;as=Table;v=", version, ";g=meta.k8s.io");
+}
+}  // namespace
+
 HttpResponse Core::Get(const HttpRequest& req, const Target& t) {
-  std::lock_guard<std::mutex> l(mu_);
-  ResourceState* rs = FindLocked(t.group, t.plural);
-  if (!rs) return StatusResp(ResourceNotFoundStatus());
-  auto it = rs->objects.find(Key(t.ns, t.name));
-  if (it == rs->objects.end()) return StatusResp(NotFoundStatus(t.group, t.plural, t.name));
-  return RawJson(200, RenderAs(*it->second, t.ApiVersion()));
+  std::optional<std::string> table = NegotiateTable(req.accept);
+  Json obj;
+  std::optional<TableConvertor> conv;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    ResourceState* rs = FindLocked(t.group, t.plural);
+    if (!rs) return StatusResp(ResourceNotFoundStatus());
+    auto it = rs->objects.find(Key(t.ns, t.name));
+    if (it == rs->objects.end()) return StatusResp(NotFoundStatus(t.group, t.plural, t.name));
+    if (!table) return RawJson(200, RenderAs(*it->second, t.ApiVersion()));
+    obj = it->second->obj;
+    conv = TableConvertorLocked(t);
+  }
+  obj["apiVersion"] = t.ApiVersion();
+  Json meta = {{"resourceVersion", MetaStr(obj, "resourceVersion")}};
+  HttpResponse r = JsonResp(200, conv->ToTable({&obj}, meta, clock_->Now(),
+                                               ParseIncludeObject(Param(req, "includeObject")),
+                                               *table));
+  r.content_type = TableContentType(*table);
+  return r;
 }
 
 HttpResponse Core::List(const HttpRequest& req, const Target& t) {
@@ -687,10 +735,13 @@ HttpResponse Core::List(const HttpRequest& req, const Target& t) {
   int64_t rv = 0;
   std::string next_token;
   int64_t remaining = 0;
+  std::optional<std::string> table = NegotiateTable(req.accept);
+  std::optional<TableConvertor> conv;
   {
     std::lock_guard<std::mutex> l(mu_);
     ResourceState* rs = FindLocked(t.group, t.plural);
     if (!rs) return StatusResp(ResourceNotFoundStatus());
+    if (table) conv = TableConvertorLocked(t);
     const std::vector<StoredPtr>* items = nullptr;
     std::vector<StoredPtr> fresh;
     uint64_t snap_id = 0;
@@ -757,6 +808,26 @@ HttpResponse Core::List(const HttpRequest& req, const Target& t) {
                 items->begin() + static_cast<std::ptrdiff_t>(end));
   }
   std::string av = t.ApiVersion();
+  if (conv) {
+    std::vector<Json> objs;
+    objs.reserve(page.size());
+    for (const StoredPtr& s : page) {
+      objs.push_back(s->obj);
+      objs.back()["apiVersion"] = av;
+    }
+    std::vector<const Json*> ptrs;
+    for (const Json& o : objs) ptrs.push_back(&o);
+    Json meta = {{"resourceVersion", std::to_string(rv)}};
+    if (!next_token.empty()) {
+      meta["continue"] = next_token;
+      meta["remainingItemCount"] = remaining;
+    }
+    HttpResponse r = JsonResp(200, conv->ToTable(ptrs, meta, clock_->Now(),
+                                                 ParseIncludeObject(Param(req, "includeObject")),
+                                                 *table));
+    r.content_type = TableContentType(*table);
+    return r;
+  }
   std::string body = StrCat("{\"kind\":\"", t.info.list_kind, "\",\"apiVersion\":\"", av,
                             "\",\"metadata\":{\"resourceVersion\":\"", rv, "\"");
   if (!next_token.empty()) {
@@ -805,12 +876,19 @@ HttpResponse Core::Watch(const HttpRequest& req, const Target& t) {
     w->deadline = absl::Now() + absl::Seconds(timeout_s);
   }
 
+  std::optional<std::string> table = NegotiateTable(req.accept);
+  if (table) {
+    w->table_version = *table;
+    w->include_object = ParseIncludeObject(Param(req, "includeObject"));
+    w->clock = clock_;
+  }
   HttpResponse r;
   r.code = 200;
   r.watch = w;
   std::lock_guard<std::mutex> l(mu_);
   ResourceState* rs = FindLocked(t.group, t.plural);
   if (!rs) return StatusResp(ResourceNotFoundStatus());
+  if (table) w->table = std::make_shared<const TableConvertor>(TableConvertorLocked(t));
   if (initial) {
     for (const auto& [key, s] : rs->objects) {
       if (MatchesLocked(*w, *s)) w->Push({"ADDED", s, ""});

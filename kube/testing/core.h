@@ -26,6 +26,7 @@
 #include "base/clock.h"
 #include "base/json.h"
 #include "kube/testing/apiserver.h"
+#include "kube/testing/table.h"
 
 namespace spiderpool::kube::testing::internal {
 
@@ -35,6 +36,7 @@ struct HttpRequest {
   std::multimap<std::string, std::string> params;  // decoded query parameters
   std::string body;
   std::string content_type;
+  std::string accept;  // Accept header (Table negotiation)
   UserInfo user;
 };
 
@@ -86,17 +88,24 @@ class Watcher {
 
   // Immutable after registration.
   std::string group, plural, ns;  // ns "" = all namespaces
-  api::LabelSelector labels;
+  api::Selector labels;
   api::FieldSelector fields;
   bool bookmarks = false;
   absl::Time deadline = absl::InfiniteFuture();
   std::string kind;
+  // Set for a watch that asked for Tables: object events are rendered as one-row Tables, the
+  // first one with the column definitions.
+  std::shared_ptr<const TableConvertor> table;
+  std::string table_version;
+  IncludeObject include_object = IncludeObject::kMetadata;
+  base::Clock* clock = nullptr;
 
  private:
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<WatchItem> queue_;  // guarded by mu_
   bool closed_ = false;           // guarded by mu_
+  mutable bool table_headers_sent_ = false;  // only touched by the consumer (Render)
   size_t capacity_;
   std::string api_version_;
 };
@@ -221,6 +230,9 @@ class Core {
                                    std::map<std::string, SchemaValidator>* validators) const;
   void SetCrdStatus(base::Json* crd, const base::Json* old) const;
   std::optional<ApiStatus> CheckNamespaceLocked(const Target& t, std::string_view name) const;
+  // The Table printer for a resource: the CRD version's additionalPrinterColumns, or the
+  // built-in printer.
+  TableConvertor TableConvertorLocked(const Target& t) const;
   std::optional<ApiStatus> TakeFault(const Target& t, std::string_view verb,
                                      absl::Duration* delay);
 

@@ -283,7 +283,7 @@ std::string RenderAs(const Stored& s, const std::string& api_version) {
 
 std::optional<ApiStatus> ParseSelectors(const HttpRequest& req, const ResourceInfo& info,
                                         bool custom, Selectors* out) {
-  auto ls = api::LabelSelector::Parse(Param(req, "labelSelector"));
+  auto ls = api::Selector::Parse(Param(req, "labelSelector"));
   if (!ls.ok()) return BadRequestStatus(base::FromAbsl(ls.status().message()));
   auto fs = api::FieldSelector::Parse(Param(req, "fieldSelector"));
   if (!fs.ok()) return BadRequestStatus(base::FromAbsl(fs.status().message()));

@@ -63,7 +63,7 @@ std::vector<FieldError> ToFieldErrors(const std::vector<StatusCause>& causes);
 
 // ---- selectors ----
 struct Selectors {
-  api::LabelSelector labels;
+  api::Selector labels;
   api::FieldSelector fields;
 };
 // labelSelector / fieldSelector query parameters (400 on bad syntax or unsupported fields).

@@ -1,0 +1,25 @@
+#pragma once
+// Type lists of every top-level kind in api/, for code that does the same thing to each
+// (round-trip tests, fuzzing, CRD checks, server registration):
+//
+//   api::SpiderKinds::ForEach([&]<typename T>() { Register(T::Resource()); });
+
+#include "api/core.h"
+#include "api/spider.h"
+
+namespace spiderpool::api {
+
+template <typename... T>
+struct KindList {
+  static constexpr size_t kSize = sizeof...(T);
+  template <typename F>
+  static void ForEach(F&& f) {
+    (f.template operator()<T>(), ...);
+  }
+};
+
+using CoreKinds = KindList<Pod, Node, Namespace, Lease, Event, events_v1::Event, ConfigMap, Secret>;
+using SpiderKinds = KindList<SpiderIPPool, SpiderSubnet, SpiderReservedIP, SpiderEndpoint,
+                             SpiderMultusConfig, SpiderCoordinator, SpiderClaimParameter>;
+
+}  // namespace spiderpool::api

@@ -1,0 +1,146 @@
+#include "api/spider.h"
+
+#include "base/ip.h"
+#include "base/strings.h"
+
+namespace spiderpool::api {
+
+namespace {
+
+ResourceInfo SpiderResource(std::string kind, std::string plural, std::string singular,
+                            bool namespaced, bool has_status, std::string short_name) {
+  return ResourceInfo{.group = std::string(kSpiderGroup),
+                      .version = std::string(kSpiderVersion),
+                      .kind = std::move(kind),
+                      .plural = std::move(plural),
+                      .singular = std::move(singular),
+                      .namespaced = namespaced,
+                      .has_status = has_status,
+                      .short_names = {std::move(short_name)}};
+}
+
+// Parses a status string holding a JSON object into map<string, T>, reporting every error
+// under `path`. `check_key` validates each key (returns "" when fine).
+template <typename T, typename KeyCheck>
+absl::StatusOr<std::map<std::string, T>> ParseStatusMap(const std::optional<std::string>& text,
+                                                        std::string_view path,
+                                                        KeyCheck check_key) {
+  std::map<std::string, T> out;
+  if (!text.has_value() || text->empty()) return out;
+  auto j = base::ParseJson(*text);
+  if (!j.ok()) {
+    return absl::InvalidArgumentError(
+        base::StrCat(path, ": not valid JSON: ", base::FromAbsl(j.status().message())));
+  }
+  if (j->is_null()) return out;
+  DecodeErrors errs;
+  if (!j->is_object()) {
+    errs.Add(std::string(path), "expected a JSON object, got " + codec_internal::Describe(*j));
+    return errs.ToStatus();
+  }
+  for (auto it = j->begin(); it != j->end(); ++it) {
+    std::string key_path = codec_internal::KeyPath(path, it.key());
+    std::string msg = check_key(it.key());
+    if (!msg.empty()) errs.Add(key_path, msg);
+    codec_internal::DecodeValue(it.value(), out[it.key()], FieldOpts{}, key_path, &errs);
+  }
+  if (!errs.ok()) return errs.ToStatus();
+  return out;
+}
+
+template <typename T>
+std::optional<std::string> SerializeStatusMap(const std::map<std::string, T>& m) {
+  if (m.empty()) return std::nullopt;
+  return base::DumpJson(Encode(m));
+}
+
+}  // namespace
+
+// ---- Resource() ---------------------------------------------------------------------------
+
+const ResourceInfo& SpiderIPPool::Resource() {
+  static const ResourceInfo info =
+      SpiderResource("SpiderIPPool", "spiderippools", "spiderippool", false, true, "sp");
+  return info;
+}
+
+const ResourceInfo& SpiderSubnet::Resource() {
+  static const ResourceInfo info =
+      SpiderResource("SpiderSubnet", "spidersubnets", "spidersubnet", false, true, "ss");
+  return info;
+}
+
+const ResourceInfo& SpiderReservedIP::Resource() {
+  static const ResourceInfo info = SpiderResource("SpiderReservedIP", "spiderreservedips",
+                                                  "spiderreservedip", false, false, "sr");
+  return info;
+}
+
+const ResourceInfo& SpiderEndpoint::Resource() {
+  // Upstream's CRD has `subresources: {}`: the status is written with a plain update.
+  static const ResourceInfo info =
+      SpiderResource("SpiderEndpoint", "spiderendpoints", "spiderendpoint", true, false, "se");
+  return info;
+}
+
+const ResourceInfo& SpiderMultusConfig::Resource() {
+  static const ResourceInfo info = SpiderResource("SpiderMultusConfig", "spidermultusconfigs",
+                                                  "spidermultusconfig", true, false, "smc");
+  return info;
+}
+
+const ResourceInfo& SpiderCoordinator::Resource() {
+  static const ResourceInfo info = SpiderResource("SpiderCoordinator", "spidercoordinators",
+                                                  "spidercoordinator", false, true, "scc");
+  return info;
+}
+
+const ResourceInfo& SpiderClaimParameter::Resource() {
+  static const ResourceInfo info =
+      SpiderResource("SpiderClaimParameter", "spiderclaimparameters", "spiderclaimparameter",
+                     true, false, "scp");
+  return info;
+}
+
+// ---- status maps --------------------------------------------------------------------------
+
+absl::StatusOr<PoolIPAllocations> ParsePoolIPAllocations(const std::optional<std::string>& text) {
+  return ParseStatusMap<PoolIPAllocation>(text, "status.allocatedIPs", [](const std::string& k) {
+    auto ip = base::IPAddress::Parse(k);
+    return ip.ok() ? std::string() : std::string(ip.status().message());
+  });
+}
+
+std::optional<std::string> SerializePoolIPAllocations(const PoolIPAllocations& allocations) {
+  return SerializeStatusMap(allocations);
+}
+
+absl::StatusOr<PoolIPPreAllocations> ParsePoolIPPreAllocations(
+    const std::optional<std::string>& text) {
+  return ParseStatusMap<PoolIPPreAllocation>(
+      text, "status.controlledIPPools",
+      [](const std::string& k) { return k.empty() ? std::string("empty pool name") : ""; });
+}
+
+std::optional<std::string> SerializePoolIPPreAllocations(const PoolIPPreAllocations& pools) {
+  return SerializeStatusMap(pools);
+}
+
+absl::StatusOr<PoolIPAllocations> SpiderIPPool::AllocatedIPs() const {
+  return ParsePoolIPAllocations(status.allocated_ips);
+}
+
+void SpiderIPPool::SetAllocatedIPs(const PoolIPAllocations& allocations) {
+  status.allocated_ips = SerializePoolIPAllocations(allocations);
+  status.allocated_ip_count = static_cast<int64_t>(allocations.size());
+}
+
+absl::StatusOr<PoolIPPreAllocations> SpiderSubnet::ControlledIPPools() const {
+  return ParsePoolIPPreAllocations(status.controlled_ip_pools);
+}
+
+void SpiderSubnet::SetControlledIPPools(const PoolIPPreAllocations& pools) {
+  status.controlled_ip_pools = SerializePoolIPPreAllocations(pools);
+}
+
+}  // namespace spiderpool::api
