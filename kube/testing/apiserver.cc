@@ -22,6 +22,7 @@
 #include "httplib.h"
 #include "kube/testing/core.h"
 #include "kube/testing/errors.h"
+#include "kube/testing/webhook_admission.h"
 
 namespace spiderpool::kube::testing {
 
@@ -132,6 +133,7 @@ class LoopbackApiServer::Impl {
   base::CertAndKey serving;
   std::vector<std::string> tokens;
   std::unique_ptr<internal::Core> core;
+  std::shared_ptr<Admission> default_admission;
   std::unique_ptr<httplib::SSLServer> server;
   std::thread listen_thread;
   int port = 0;
@@ -181,6 +183,7 @@ class LoopbackApiServer::Impl {
     for (const auto& [k, v] : req.params) r.params.emplace(k, v);
     r.body = req.body;
     r.content_type = req.get_header_value("Content-Type");
+    r.accept = req.get_header_value("Accept");
     r.user = *std::move(user);
     internal::HttpResponse out = core->Handle(r);
     res.status = out.code;
@@ -200,8 +203,11 @@ class LoopbackApiServer::Impl {
     internal::Core* c = core.get();
     std::atomic<bool>* stop_flag = &stopping;
     absl::Duration interval = options.bookmark_interval;
+    // ";stream=watch" keeps httplib from gzip-compressing the stream (it compresses exactly
+    // "application/json" when the client accepts gzip, and the deflate buffer would hold
+    // small events such as bookmarks back; kubectl 1.35's watch-list then times out).
     res.set_chunked_content_provider(
-        "application/json",
+        "application/json;stream=watch",
         [st, c, fd, stop_flag, interval](size_t, httplib::DataSink& sink) -> bool {
           internal::Watcher& w = *st->w;
           while (true) {
@@ -284,6 +290,16 @@ absl::StatusOr<std::unique_ptr<LoopbackApiServer>> LoopbackApiServer::Start(
                                     : DefaultSchemaValidatorFactory();
   co.admission = options.admission;
   impl->core = std::make_unique<internal::Core>(std::move(co));
+  if (!options.admission && options.admission_webhooks) {
+    // The core owns the plugin and outlives every call into it.
+    internal::Core* core = impl->core.get();
+    WebhookAdmissionOptions wo;
+    wo.lister = [core](std::string_view group, std::string_view version, std::string_view plural,
+                       std::string_view ns) { return core->ListObjects(group, version, plural, ns); };
+    wo.service_resolver = options.service_resolver;
+    impl->default_admission = std::make_shared<WebhookAdmission>(std::move(wo));
+    impl->core->SetAdmission(impl->default_admission);
+  }
 
   auto cert = PemToX509(impl->serving.cert_pem);
   auto key = PemToKey(impl->serving.key_pem);
@@ -428,6 +444,10 @@ std::vector<ResourceInfo> LoopbackApiServer::Resources() const {
 
 void LoopbackApiServer::SetAdmission(std::shared_ptr<Admission> admission) {
   impl_->core->SetAdmission(std::move(admission));
+}
+
+std::shared_ptr<Admission> LoopbackApiServer::DefaultAdmission() const {
+  return impl_->default_admission;
 }
 
 LoopbackApiServer::CallResult LoopbackApiServer::Call(std::string_view method,

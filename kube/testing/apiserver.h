@@ -18,8 +18,12 @@
 // Deliberate differences from kube-apiserver (the full list is in README.md): no RBAC (every
 // authenticated user may do everything), no built-in type validation beyond metadata, strategic
 // merge patch is approximated (lists of objects merge by "name"), no server-side apply, no
-// managedFields, no controllers (no GC), no Table output, no graceful deletion for pods
-// (deletion is immediate unless finalizers are set).
+// managedFields, no controllers (no GC), no graceful deletion for pods (deletion is immediate
+// unless finalizers are set).
+//
+// Admission webhooks registered in Mutating/ValidatingWebhookConfiguration objects are called
+// over HTTPS (webhook_admission.h). get/list/watch answer meta.k8s.io Tables when the client
+// asks (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`, as kubectl get does; table.h).
 //
 // Thread-safety: every public method may be called from any thread.
 
@@ -123,6 +127,12 @@ class Admission {
   }
 };
 
+// Resolves an admission webhook's clientConfig.service {namespace, name, port} to the
+// "host:port" to dial (there is no cluster network). TLS still verifies the certificate for
+// "<name>.<namespace>.svc". An error fails the webhook call (failurePolicy applies).
+using ServiceResolver = std::function<absl::StatusOr<std::string>(
+    std::string_view ns, std::string_view name, int port)>;
+
 // ---- Schema seam (CustomResourceDefinitions) --------------------------------------------
 // Validates `object` against one CRD version's openAPIV3Schema and prunes unknown fields in
 // place. Returns the field errors (empty = valid); the server answers 422 Invalid with them.
@@ -160,7 +170,16 @@ struct LoopbackOptions {
   size_t list_snapshots = 16;
   // HTTP worker threads (each open watch occupies one).
   int worker_threads = 128;
-  std::shared_ptr<Admission> admission = {};          // null = allow everything
+  // Admission plugin. null = the default: WebhookAdmission (webhook_admission.h), which calls
+  // the webhooks of the MutatingWebhookConfiguration / ValidatingWebhookConfiguration objects
+  // stored in this server, like kube-apiserver (no configurations = allow everything).
+  std::shared_ptr<Admission> admission = {};
+  // false = no default admission at all (when `admission` is null).
+  bool admission_webhooks = true;
+  // How the default admission dials clientConfig.service webhooks; null =
+  // ClusterServiceResolver (the Service object's dial-address annotation, clusterIP or
+  // externalName).
+  ServiceResolver service_resolver = {};
   SchemaValidatorFactory schema_validator_factory = {};  // null = DefaultSchemaValidatorFactory()
   base::Clock* clock = nullptr;  // for timestamps; null = base::RealClock::Get()
   // Existing CA to serve with (PEM); empty = generate a fresh one.
@@ -196,8 +215,13 @@ class LoopbackApiServer {
   absl::Status RegisterResource(ResourceInfo info, SchemaValidator validator = nullptr);
   std::vector<ResourceInfo> Resources() const;
 
-  // Admission may be swapped at any time (null = allow everything).
+  // Admission may be swapped at any time (null = allow everything). Replacing it drops the
+  // default webhook admission; wrap DefaultAdmission() to keep calling webhooks.
   void SetAdmission(std::shared_ptr<Admission> admission);
+  // The webhook admission installed at start (null if `admission` was given or
+  // admission_webhooks is false). It reads this server's store: do not use it after the
+  // server is destroyed.
+  std::shared_ptr<Admission> DefaultAdmission() const;
 
   // In-process request, no HTTP and no authentication (user "loopback-admin"): for seeding
   // and inspecting state in tests. `path_and_query` like "/api/v1/namespaces/default/pods".

@@ -110,6 +110,13 @@ HttpResponse Core::Create(const HttpRequest& req, const Target& t) {
     if (auto err = PlanCrd(obj, &crd_validators)) return StatusResp(*err);
     SetCrdStatus(&obj, nullptr);
   }
+  // System fields are filled before validating admission, as the registry's BeforeCreate does
+  // (validating webhooks see uid and creationTimestamp; mutating ones do not).
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    MutableMeta(obj)["uid"] = NewUid();
+  }
+  MutableMeta(obj)["creationTimestamp"] = NowRfc3339();
   if (adm) {
     if (auto rej = adm->Validate(attrs, obj)) return StatusResp(*rej);
   }
@@ -128,8 +135,6 @@ HttpResponse Core::Create(const HttpRequest& req, const Target& t) {
     return StatusResp(AlreadyExistsStatus(t.group, t.plural, name));
   }
   Json& m = MutableMeta(obj);
-  m["uid"] = NewUid();
-  m["creationTimestamp"] = NowRfc3339();
   if (attrs.dry_run) return JsonResp(201, obj);
   int64_t rv = NextRvLocked();
   m["resourceVersion"] = std::to_string(rv);
