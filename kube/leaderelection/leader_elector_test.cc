@@ -1,4 +1,5 @@
 #include "kube/leaderelection/leader_elector.h"
+#include "kube/leaderelection/testing/candidate.h"
 #include "kube/leaderelection/testing/fake_lease_lock.h"
 
 #include <gtest/gtest.h>
@@ -12,37 +13,11 @@ namespace {
 using testing::FakeLeaseLock;
 using testing::FakeLeaseStore;
 
-struct Candidate {
-  std::unique_ptr<LeaderElector> elector;
-  FakeLeaseLock* lock = nullptr;
-  std::atomic<int> started{0};
-  std::atomic<int> stopped{0};
-  absl::Status result;
-  std::stop_source stop;
-  std::jthread thread;
-
+// A candidate on the shared in-memory lease.
+struct Candidate : testing::Candidate<FakeLeaseLock> {
   void Start(const std::string& id, FakeLeaseStore* store, base::SimulatedClock* clock) {
-    auto l = std::make_unique<FakeLeaseLock>(store);
-    lock = l.get();
-    LeaderElectionConfig cfg;
-    cfg.identity = id;
-    cfg.clock = clock;
-    cfg.on_started_leading = [this](std::stop_token leading) {
-      ++started;
-      started.notify_all();
-      std::mutex m;
-      std::condition_variable_any cv;
-      std::unique_lock<std::mutex> lk(m);
-      cv.wait(lk, leading, [] { return false; });
-    };
-    cfg.on_stopped_leading = [this] {
-      ++stopped;
-      stopped.notify_all();
-    };
-    auto e = LeaderElector::Create(std::move(cfg), std::move(l));
-    ASSERT_TRUE(e.ok()) << e.status();
-    elector = std::move(*e);
-    thread = std::jthread([this] { result = elector->Run(stop.get_token()); });
+    ASSERT_TRUE(testing::Candidate<FakeLeaseLock>::Start(
+                    id, std::make_unique<FakeLeaseLock>(store), clock).ok());
   }
 };
 

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <thread>
 
+#include "kube/leaderelection/testing/candidate.h"
 #include "kube/rest/errors.h"
 #include "kube/testing/test_cluster.h"
 
@@ -37,41 +38,15 @@ class PartitionableLock : public LeaseLock {
   std::unique_ptr<LeaseLock> inner_;
 };
 
-struct Candidate {
-  std::unique_ptr<LeaderElector> elector;
-  PartitionableLock* lock = nullptr;
-  std::atomic<int> started{0};
-  std::atomic<int> stopped{0};
-  absl::Status result;
-  std::stop_source stop;
-  std::jthread thread;
-
+// A candidate with a real Lease lock on the test cluster.
+struct Candidate : testing::Candidate<PartitionableLock> {
   void Start(const std::string& id, const testing::TestCluster& cluster,
              base::SimulatedClock* clock) {
     auto rest = cluster.NewRest();
     ASSERT_TRUE(rest.ok()) << rest.status();
     auto l = std::make_unique<PartitionableLock>(
         std::make_unique<KubeLeaseLock>(*rest, cluster.ns(), "spiderpool-controller-leases"));
-    lock = l.get();
-    LeaderElectionConfig cfg;
-    cfg.identity = id;
-    cfg.clock = clock;
-    cfg.on_started_leading = [this](std::stop_token leading) {
-      ++started;
-      started.notify_all();
-      std::mutex m;
-      std::condition_variable_any cv;
-      std::unique_lock<std::mutex> lk(m);
-      cv.wait(lk, leading, [] { return false; });
-    };
-    cfg.on_stopped_leading = [this] {
-      ++stopped;
-      stopped.notify_all();
-    };
-    auto e = LeaderElector::Create(std::move(cfg), std::move(l));
-    ASSERT_TRUE(e.ok()) << e.status();
-    elector = std::move(*e);
-    thread = std::jthread([this] { result = elector->Run(stop.get_token()); });
+    ASSERT_TRUE(testing::Candidate<PartitionableLock>::Start(id, std::move(l), clock).ok());
   }
 };
 

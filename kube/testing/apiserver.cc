@@ -323,6 +323,9 @@ absl::StatusOr<std::unique_ptr<LoopbackApiServer>> LoopbackApiServer::Start(
         }
         return true;
       });
+  // Headers and body are written separately; without TCP_NODELAY every answer waits for
+  // Nagle + delayed ACK (~40 ms).
+  impl->server->set_tcp_nodelay(true);
   if (!impl->server->is_valid()) return absl::InternalError("cannot set up the TLS server");
   int threads = std::max(options.worker_threads, 4);
   impl->server->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
