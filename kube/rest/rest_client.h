@@ -75,7 +75,7 @@ struct RestClientStats {
   uint64_t token_reads = 0;   // bearer token file reads
 };
 
-class RestClient : public std::enable_shared_from_this<RestClient> {
+class RestClient {
  public:
   // Validates the config (URL, PEMs) and builds the client. No connection is made yet.
   static absl::StatusOr<std::shared_ptr<RestClient>> Create(Config config);
