@@ -26,10 +26,10 @@ workqueue::Options QueueOptions(ControllerOptions& o) {
 
 }  // namespace
 
-Request Request::FromKey(const std::string& key) {
+ReconcileRequest ReconcileRequest::FromKey(const std::string& key) {
   size_t slash = key.find('/');
-  if (slash == std::string::npos) return Request{"", key};
-  return Request{key.substr(0, slash), key.substr(slash + 1)};
+  if (slash == std::string::npos) return ReconcileRequest{"", key};
+  return ReconcileRequest{key.substr(0, slash), key.substr(slash + 1)};
 }
 
 Controller::Controller(ControllerOptions options, Reconciler* reconciler)
@@ -39,12 +39,12 @@ Controller::Controller(ControllerOptions options, Reconciler* reconciler)
       reconciler_(reconciler),
       cache_synced_(std::move(options.cache_synced)),
       queue_(QueueOptions(options)),
-      reconcile_total_(Reg(options.registry).AddCounter(
-          "controller_runtime_reconcile_total",
-          "Total number of reconciliations per controller")),
-      reconcile_errors_(Reg(options.registry).AddCounter(
-          "controller_runtime_reconcile_errors_total",
-          "Total number of reconciliation errors per controller")),
+      reconcile_total_(Reg(options.registry)
+                           .AddCounter("controller_runtime_reconcile_total",
+                                       "Total number of reconciliations per controller")),
+      reconcile_errors_(Reg(options.registry)
+                            .AddCounter("controller_runtime_reconcile_errors_total",
+                                        "Total number of reconciliation errors per controller")),
       reconcile_time_(Reg(options.registry)
                           .AddHistogram("controller_runtime_reconcile_time_seconds",
                                         "Length of time per reconciliation per controller",
@@ -103,9 +103,9 @@ void Controller::Worker(std::stop_token stop) {
 }
 
 void Controller::ProcessOne(const std::string& key, std::stop_token stop) {
-  const Request req = Request::FromKey(key);
+  const ReconcileRequest req = ReconcileRequest::FromKey(key);
   const absl::Time start = clock_.Now();
-  absl::StatusOr<Result> result;
+  absl::StatusOr<ReconcileResult> result;
   try {
     result = reconciler_->Reconcile(req, stop);
   } catch (const std::exception& e) {
@@ -116,8 +116,12 @@ void Controller::ProcessOne(const std::string& key, std::stop_token stop) {
   if (!result.ok()) {
     reconcile_total_.WithLabels({{"controller", name_}, {"result", "error"}}).Inc();
     reconcile_errors_.WithLabels({{"controller", name_}}).Inc();
-    SP_LOG(Error).Msg("reconcile failed").KV("controller", name_).KV("key", key)
-        .KV("retries", queue_.NumRequeues(key)).KV("err", result.status().ToString());
+    SP_LOG(Error)
+        .Msg("reconcile failed")
+        .KV("controller", name_)
+        .KV("key", key)
+        .KV("retries", queue_.NumRequeues(key))
+        .KV("err", result.status().ToString());
     queue_.AddRateLimited(key);
     return;
   }

@@ -10,8 +10,9 @@
 //
 // Metrics (controller-runtime's names): controller_runtime_reconcile_total{controller,result},
 // controller_runtime_reconcile_errors_total{controller},
-// controller_runtime_reconcile_time_seconds{controller}, controller_runtime_max_concurrent_reconciles,
-// controller_runtime_active_workers, plus the queue's workqueue_* series (label name=<controller>).
+// controller_runtime_reconcile_time_seconds{controller},
+// controller_runtime_max_concurrent_reconciles, controller_runtime_active_workers, plus the queue's
+// workqueue_* series (label name=<controller>).
 
 #include <functional>
 #include <memory>
@@ -28,16 +29,16 @@
 
 namespace spiderpool::kube {
 
-struct Request {
+struct ReconcileRequest {
   std::string namespace_;  // empty for cluster-scoped objects
   std::string name;
   // "ns/name" or "name": the informer cache key.
   std::string Key() const { return namespace_.empty() ? name : namespace_ + "/" + name; }
-  static Request FromKey(const std::string& key);
-  friend bool operator==(const Request&, const Request&) = default;
+  static ReconcileRequest FromKey(const std::string& key);
+  friend bool operator==(const ReconcileRequest&, const ReconcileRequest&) = default;
 };
 
-struct Result {
+struct ReconcileResult {
   bool requeue = false;
   absl::Duration requeue_after = absl::ZeroDuration();
 };
@@ -45,15 +46,18 @@ struct Result {
 class Reconciler {
  public:
   virtual ~Reconciler() = default;
-  virtual absl::StatusOr<Result> Reconcile(const Request& request, std::stop_token stop) = 0;
+  virtual absl::StatusOr<ReconcileResult> Reconcile(const ReconcileRequest& request,
+                                                    std::stop_token stop) = 0;
 };
 
 // Adapts a lambda.
 class FuncReconciler : public Reconciler {
  public:
-  using Fn = std::function<absl::StatusOr<Result>(const Request&, std::stop_token)>;
+  using Fn =
+      std::function<absl::StatusOr<ReconcileResult>(const ReconcileRequest&, std::stop_token)>;
   explicit FuncReconciler(Fn fn) : fn_(std::move(fn)) {}
-  absl::StatusOr<Result> Reconcile(const Request& r, std::stop_token stop) override {
+  absl::StatusOr<ReconcileResult> Reconcile(const ReconcileRequest& r,
+                                            std::stop_token stop) override {
     return fn_(r, stop);
   }
 
@@ -64,9 +68,9 @@ class FuncReconciler : public Reconciler {
 struct ControllerOptions {
   std::string name;  // required: logs and metrics
   int workers = 1;
-  base::Clock* clock = nullptr;  // nullptr = RealClock
-  metrics::Registry* registry = nullptr;  // nullptr = Registry::Default()
-  size_t max_queue_length = 0;   // 0 = unbounded
+  base::Clock* clock = nullptr;                          // nullptr = RealClock
+  metrics::Registry* registry = nullptr;                 // nullptr = Registry::Default()
+  size_t max_queue_length = 0;                           // 0 = unbounded
   std::unique_ptr<workqueue::RateLimiter> rate_limiter;  // nullptr = client-go default
   // Readiness of the caches the reconciler reads; workers start only once all return true.
   std::vector<std::function<bool()>> cache_synced;
@@ -81,9 +85,9 @@ class Controller {
 
   const std::string& name() const { return name_; }
   // Event-source side: thread-safe, cheap, never blocks on reconciliation.
-  void Enqueue(const Request& r) { queue_.Add(r.Key()); }
+  void Enqueue(const ReconcileRequest& r) { queue_.Add(r.Key()); }
   void EnqueueKey(const std::string& key) { queue_.Add(key); }
-  void EnqueueAfter(const Request& r, absl::Duration d) { queue_.AddAfter(r.Key(), d); }
+  void EnqueueAfter(const ReconcileRequest& r, absl::Duration d) { queue_.AddAfter(r.Key(), d); }
 
   // Waits for cache sync, runs the workers until `stop`, then shuts the queue down and
   // joins them. Returns an error if stopped before the caches synced.

@@ -14,7 +14,7 @@ namespace {
 // Records reconciles and lets the test decide each outcome.
 class ScriptedReconciler : public Reconciler {
  public:
-  absl::StatusOr<Result> Reconcile(const Request& r, std::stop_token) override {
+  absl::StatusOr<ReconcileResult> Reconcile(const ReconcileRequest& r, std::stop_token) override {
     std::unique_lock<std::mutex> l(mu_);
     int n = ++calls_[r.Key()];
     ++total_;
@@ -23,9 +23,9 @@ class ScriptedReconciler : public Reconciler {
     if (it != script_.end() && n <= static_cast<int>(it->second.size())) {
       return it->second[n - 1];
     }
-    return Result{};
+    return ReconcileResult{};
   }
-  void Script(const std::string& key, std::vector<absl::StatusOr<Result>> outcomes) {
+  void Script(const std::string& key, std::vector<absl::StatusOr<ReconcileResult>> outcomes) {
     std::lock_guard<std::mutex> l(mu_);
     script_[key] = std::move(outcomes);
   }
@@ -43,7 +43,7 @@ class ScriptedReconciler : public Reconciler {
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, int> calls_;
-  std::map<std::string, std::vector<absl::StatusOr<Result>>> script_;
+  std::map<std::string, std::vector<absl::StatusOr<ReconcileResult>>> script_;
   int total_ = 0;
 };
 
@@ -57,10 +57,10 @@ bool WaitUntil(Pred pred) {
   return false;
 }
 
-TEST(Request, KeyRoundTrip) {
-  EXPECT_EQ(Request::FromKey("ns/a"), (Request{"ns", "a"}));
-  EXPECT_EQ(Request::FromKey("pool"), (Request{"", "pool"}));
-  EXPECT_EQ((Request{"ns", "a"}).Key(), "ns/a");
+TEST(ReconcileRequest, KeyRoundTrip) {
+  EXPECT_EQ(ReconcileRequest::FromKey("ns/a"), (ReconcileRequest{"ns", "a"}));
+  EXPECT_EQ(ReconcileRequest::FromKey("pool"), (ReconcileRequest{"", "pool"}));
+  EXPECT_EQ((ReconcileRequest{"ns", "a"}).Key(), "ns/a");
 }
 
 TEST(Controller, ReconcilesRetriesAndRequeues) {
@@ -68,8 +68,8 @@ TEST(Controller, ReconcilesRetriesAndRequeues) {
   metrics::Registry registry;
   ScriptedReconciler rec;
   rec.Script("ns/fails", {absl::UnavailableError("api down"), absl::UnavailableError("again"),
-                          Result{}});
-  rec.Script("later", {Result{.requeue_after = absl::Seconds(30)}, Result{}});
+                          ReconcileResult{}});
+  rec.Script("later", {ReconcileResult{.requeue_after = absl::Seconds(30)}, ReconcileResult{}});
   ControllerOptions opts;
   opts.name = "test";
   opts.workers = 2;
@@ -113,9 +113,12 @@ TEST(Controller, ReconcilesRetriesAndRequeues) {
   runner.join();
   std::string text = registry.Expose();
   EXPECT_NE(text.find("controller_runtime_reconcile_errors_total{controller=\"test\"} 2"),
-            std::string::npos) << text;
-  EXPECT_NE(text.find("controller_runtime_reconcile_total{controller=\"test\",result=\"success\"} 3"),
-            std::string::npos) << text;
+            std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find("controller_runtime_reconcile_total{controller=\"test\",result=\"success\"} 3"),
+      std::string::npos)
+      << text;
   EXPECT_NE(text.find("workqueue_adds_total{name=\"test\"}"), std::string::npos);
 }
 
@@ -124,17 +127,18 @@ TEST(Controller, NeverReconcilesOneKeyConcurrently) {
   std::atomic<int> in_flight{0};
   std::atomic<int> max_in_flight{0};
   std::atomic<int> calls{0};
-  FuncReconciler rec([&](const Request&, std::stop_token) -> absl::StatusOr<Result> {
-    int now = ++in_flight;
-    int prev = max_in_flight.load();
-    while (now > prev && !max_in_flight.compare_exchange_weak(prev, now)) {
-    }
-    std::this_thread::yield();
-    --in_flight;
-    ++calls;
-    calls.notify_all();
-    return Result{};
-  });
+  FuncReconciler rec(
+      [&](const ReconcileRequest&, std::stop_token) -> absl::StatusOr<ReconcileResult> {
+        int now = ++in_flight;
+        int prev = max_in_flight.load();
+        while (now > prev && !max_in_flight.compare_exchange_weak(prev, now)) {
+        }
+        std::this_thread::yield();
+        --in_flight;
+        ++calls;
+        calls.notify_all();
+        return ReconcileResult{};
+      });
   ControllerOptions opts;
   opts.name = "concurrency";
   opts.workers = 4;
@@ -154,9 +158,10 @@ TEST(Controller, NeverReconcilesOneKeyConcurrently) {
 TEST(Controller, WaitsForCachesAndStopsCleanly) {
   metrics::Registry registry;
   std::atomic<bool> synced{false};
-  FuncReconciler rec([](const Request&, std::stop_token) -> absl::StatusOr<Result> {
-    return Result{};
-  });
+  FuncReconciler rec(
+      [](const ReconcileRequest&, std::stop_token) -> absl::StatusOr<ReconcileResult> {
+        return ReconcileResult{};
+      });
   ControllerOptions opts;
   opts.name = "sync";
   opts.registry = &registry;

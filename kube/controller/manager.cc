@@ -16,9 +16,7 @@ Manager::~Manager() {
   if (health_) health_->Stop();
 }
 
-void Manager::Add(std::unique_ptr<Runnable> runnable) {
-  runnables_.push_back(std::move(runnable));
-}
+void Manager::Add(std::unique_ptr<Runnable> runnable) { runnables_.push_back(std::move(runnable)); }
 
 bool Manager::IsLeader() const {
   std::lock_guard<std::mutex> l(mu_);
@@ -86,8 +84,8 @@ absl::Status Manager::Run(std::stop_token stop) {
       for (auto& t : threads) t.join();
       return elector.status();
     }
-    elector_thread = std::jthread(
-        [this, e = std::move(*elector), token = all.get_token()]() mutable {
+    elector_thread =
+        std::jthread([this, e = std::move(*elector), token = all.get_token()]() mutable {
           absl::Status s = e->Run(token);
           if (!s.ok()) Fail(s);  // leadership lost
         });

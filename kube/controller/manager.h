@@ -9,9 +9,9 @@
 //   leadership is lost (Aborted: the process should exit so it restarts as a follower, as
 //   controller-runtime does).
 
+#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <stop_token>
@@ -36,8 +36,7 @@ class Runnable {
 
 class FuncRunnable : public Runnable {
  public:
-  FuncRunnable(std::string name, bool needs_leader,
-               std::function<absl::Status(std::stop_token)> fn)
+  FuncRunnable(std::string name, bool needs_leader, std::function<absl::Status(std::stop_token)> fn)
       : name_(std::move(name)), needs_leader_(needs_leader), fn_(std::move(fn)) {}
   std::string Name() const override { return name_; }
   absl::Status Run(std::stop_token stop) override { return fn_(stop); }

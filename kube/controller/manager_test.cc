@@ -13,17 +13,17 @@ namespace {
 
 // Runs until stopped; counts starts.
 std::unique_ptr<Runnable> Blocking(std::string name, bool leader, std::atomic<int>* running) {
-  return std::make_unique<FuncRunnable>(
-      std::move(name), leader, [running](std::stop_token stop) -> absl::Status {
-        ++*running;
-        running->notify_all();
-        std::mutex m;
-        std::condition_variable_any cv;
-        std::unique_lock<std::mutex> l(m);
-        cv.wait(l, stop, [] { return false; });
-        --*running;
-        return absl::OkStatus();
-      });
+  return std::make_unique<FuncRunnable>(std::move(name), leader,
+                                        [running](std::stop_token stop) -> absl::Status {
+                                          ++*running;
+                                          running->notify_all();
+                                          std::mutex m;
+                                          std::condition_variable_any cv;
+                                          std::unique_lock<std::mutex> l(m);
+                                          cv.wait(l, stop, [] { return false; });
+                                          --*running;
+                                          return absl::OkStatus();
+                                        });
 }
 
 void WaitFor(std::atomic<int>& v, int want) {
