@@ -102,12 +102,15 @@ TEST(LeaderElection, HandoverWhenTheLeaderStopsRenewing) {
   }
   a.thread.join();
   EXPECT_EQ(a.result.code(), absl::StatusCode::kAborted);
-  while (b.started.load() == 0) {
+  // Loop on IsLeader, not on `started`: the leading callback runs on its own thread, which a
+  // loaded machine may schedule only after many simulated steps.
+  while (!b.elector->IsLeader()) {
     ASSERT_TRUE(clock.WaitForSleepers(1));
     clock.Advance(absl::Milliseconds(500));
     ASSERT_LT(clock.Now() - cut, absl::Seconds(25)) << "no handover";
   }
   EXPECT_GE(clock.Now() - cut, absl::Seconds(13));  // not before a's lease could have expired
+  b.started.wait(0);
   KubeLeaseLock reader((*cluster)->rest(), (*cluster)->ns(), "spiderpool-controller-leases");
   auto rec = reader.Get();
   ASSERT_TRUE(rec.ok()) << rec.status();

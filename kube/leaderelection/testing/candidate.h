@@ -26,6 +26,9 @@ struct Candidate {
   std::stop_source stop;
   std::jthread thread;
 
+  // Stops the elector before `thread` joins, so a failed assertion cannot hang the test.
+  ~Candidate() { stop.request_stop(); }
+
   // Returns an error if the elector cannot be created.
   absl::Status Start(const std::string& id, std::unique_ptr<Lock> l, base::Clock* clock) {
     lock = l.get();
