@@ -4,7 +4,9 @@
 //
 //   api::SpiderKinds::ForEach([&]<typename T>() { Register(T::Resource()); });
 
+#include "api/apps.h"
 #include "api/core.h"
+#include "api/nad.h"
 #include "api/spider.h"
 
 namespace spiderpool::api {
@@ -21,5 +23,10 @@ struct KindList {
 using CoreKinds = KindList<Pod, Node, Namespace, Lease, Event, events_v1::Event, ConfigMap, Secret>;
 using SpiderKinds = KindList<SpiderIPPool, SpiderSubnet, SpiderReservedIP, SpiderEndpoint,
                              SpiderMultusConfig, SpiderCoordinator, SpiderClaimParameter>;
+// apps/v1 and batch/v1 workloads (read by the controller: StatefulSet IPs, auto pools).
+using AppsKinds = KindList<Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob>;
+// Kinds of other projects' CRDs that the chart ships and we write (not checked against our
+// group's CRDs by crd_fields_test; api/nad_test checks the NAD CRD).
+using MultusKinds = KindList<NetworkAttachmentDefinition>;
 
 }  // namespace spiderpool::api

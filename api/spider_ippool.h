@@ -73,19 +73,28 @@ struct IPPoolStatus {
   }
 };
 
-// One record of status.allocatedIPs.
+// One record of status.allocatedIPs. Upstream writes only pod/podUid (older versions also
+// "interface"); node/containerID/interface are our additions, optional, and ignored by
+// upstream readers (Go drops unknown keys). Other keys are kept in `unknown`.
 struct PoolIPAllocation {
   std::string pod;      // "ns/name" (the VM name for KubeVirt)
   std::string pod_uid;  // "podUid"
-  Json unknown;         // e.g. "interface" written by old versions
+  std::optional<std::string> node;          // "node": the pod's node when allocated
+  std::optional<std::string> container_id;  // "containerID": the CNI container ID
+  std::optional<std::string> interface_;    // "interface": the pod NIC (eth0, net1, ...)
+  Json unknown;
   template <typename V>
   void Visit(V& v) {
     v.Field("pod", pod, {.required = true});
     v.Field("podUid", pod_uid, {.required = true});
+    v.Field("node", node);
+    v.Field("containerID", container_id);
+    v.Field("interface", interface_);
     v.Unknown(unknown);
   }
   friend bool operator==(const PoolIPAllocation& a, const PoolIPAllocation& b) {
-    return a.pod == b.pod && a.pod_uid == b.pod_uid &&
+    return a.pod == b.pod && a.pod_uid == b.pod_uid && a.node == b.node &&
+           a.container_id == b.container_id && a.interface_ == b.interface_ &&
            (a.unknown == b.unknown || (a.unknown.empty() && b.unknown.empty()));
   }
 };

@@ -93,9 +93,26 @@ TEST(Spider, AllocatedIPsKeepOldRecordFields) {
   auto m = ParsePoolIPAllocations(
       std::string(R"({"10.0.0.1":{"pod":"ns/p","podUid":"u","interface":"eth0"}})"));
   ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(m->at("10.0.0.1").unknown["interface"], "eth0");
+  EXPECT_EQ(m->at("10.0.0.1").interface_, "eth0");
   EXPECT_EQ(*SerializePoolIPAllocations(*m),
             R"({"10.0.0.1":{"interface":"eth0","pod":"ns/p","podUid":"u"}})");
+  // Our optional fields, and keys nobody models (kept as they are).
+  auto m2 = ParsePoolIPAllocations(std::string(
+      R"({"10.0.0.2":{"pod":"ns/q","podUid":"v","node":"n1","containerID":"c1",)"
+      R"("interface":"net1","future":{"x":1}}})"));
+  ASSERT_TRUE(m2.ok()) << m2.status();
+  const PoolIPAllocation& r = m2->at("10.0.0.2");
+  EXPECT_EQ(r.node, "n1");
+  EXPECT_EQ(r.container_id, "c1");
+  EXPECT_EQ(r.interface_, "net1");
+  EXPECT_EQ(r.unknown["future"]["x"], 1);
+  EXPECT_EQ(*SerializePoolIPAllocations(*m2),
+            R"({"10.0.0.2":{"containerID":"c1","future":{"x":1},"interface":"net1",)"
+            R"("node":"n1","pod":"ns/q","podUid":"v"}})");
+  PoolIPAllocations m3;
+  m3["10.0.0.3"] = {.pod = "ns/r", .pod_uid = "w", .interface_ = "eth0"};
+  EXPECT_EQ(*SerializePoolIPAllocations(m3),
+            R"({"10.0.0.3":{"interface":"eth0","pod":"ns/r","podUid":"w"}})");
 }
 
 TEST(Spider, AllocatedIPsErrors) {

@@ -20,6 +20,32 @@ TEST(Json, RejectsDeepNesting) {
   EXPECT_TRUE(ParseJson(ok_depth).ok());
 }
 
+TEST(Json, ParsesWideObjectsOfObjectsAndKeepsLimits) {
+  // Many object members (a big status.allocatedIPs): parsed in one pass, values intact.
+  std::string text = "{";
+  for (int i = 0; i < 5000; ++i) {
+    text += (i ? ",\"" : "\"") + std::to_string(i) + "\":{\"pod\":\"p" + std::to_string(i) +
+            "\",\"x\":[1,{\"y\":null}]}";
+  }
+  text += "}";
+  auto j = ParseJson(text);
+  ASSERT_TRUE(j.ok()) << j.status();
+  EXPECT_EQ(j->size(), 5000u);
+  EXPECT_EQ((*j)["4999"]["pod"], "p4999");
+  EXPECT_TRUE((*j)["17"]["x"][1]["y"].is_null());
+  // Depth counts objects and arrays alike; the message names the limit.
+  std::string deep;
+  for (int i = 0; i < kMaxJsonDepth + 1; ++i) deep += "{\"a\":";
+  auto r = ParseJson(deep);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "invalid JSON: nested deeper than 128 levels");
+  std::string at_limit = std::string(kMaxJsonDepth, '[') + std::string(kMaxJsonDepth, ']');
+  EXPECT_TRUE(ParseJson(at_limit).ok());
+  // Trailing text is an error (strict), as are comments.
+  EXPECT_FALSE(ParseJson("[1] x").ok());
+  EXPECT_FALSE(ParseJson("[1] // c").ok());
+}
+
 TEST(Json, DumpReplacesInvalidUtf8) {
   Json j = std::string("a\xff" "b");
   EXPECT_EQ(DumpJson(j), "\"a\xEF\xBF\xBD" "b\"");

@@ -1,0 +1,161 @@
+#pragma once
+// PoolState: one SpiderIPPool as the allocator sees it — its usable set, its
+// status.allocatedIPs records, and upstream's allocate/release rules (reference §2.5, §2.6,
+// §2.8). Pure: the caller (the agent) reads the pool from its cache or a fresh GET, calls
+// Allocate/Release here, writes the result back with WriteStatus() + a status update, and
+// retries on a 409 by rebuilding from the fresh object.
+//
+//   SP_ASSIGN_OR_RETURN(PoolState st, PoolState::Build(pool, reserved));
+//   SP_ASSIGN_OR_RETURN(PoolAllocation a, st.Allocate({.pod = "ns/p", .pod_uid = uid,
+//                                                      .interface_ = "eth0"}));
+//   st.WriteStatus(&pool);   // status.allocatedIPs, allocatedIPCount, freeIPCount
+//
+// Error codes (messages follow upstream's):
+//   FailedPrecondition  "disabled IPPool <name>"
+//   ResourceExhausted   "all IP addresses used out" (no free IP) or
+//                       "all IP addresses used out, threshold of IP records(<=N) for IPPool
+//                        <name> exceeded" (the max-records cap)
+//   InvalidArgument     malformed spec/status (Build), or a bad request (empty pod/uid)
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "api/spider_ippool.h"
+#include "base/ip.h"
+#include "ipam/allocator.h"
+
+namespace spiderpool::ipam {
+
+// Upstream SPIDERPOOL_IPPOOL_MAX_ALLOCATED_IPS.
+inline constexpr int64_t kDefaultMaxAllocatedIPs = 5000;
+
+struct PoolOptions {
+  // Allocate fails once the pool would hold more records than this.
+  int64_t max_allocated_ips = kDefaultMaxAllocatedIPs;
+};
+
+// Who asks for an IP. pod and pod_uid are required; the rest is recorded when non-empty.
+struct AllocationRequest {
+  std::string pod;           // "ns/name" (the VM name for KubeVirt)
+  std::string pod_uid;
+  std::string node;          // recorded as "node"
+  std::string container_id;  // recorded as "containerID"
+  std::string interface_;    // the pod NIC, recorded as "interface"
+};
+
+struct PoolAllocation {
+  base::IPAddress ip;
+  // True when no new record was made: the pod already held `ip` here (idempotent ADD), or
+  // the pool was full and an old record of the same ns/name + UID was reused (#2517).
+  bool reused = false;
+};
+
+// status counts for the controller/agent: totalIPCount is upstream's
+// |spec.ips − excludeIPs| (reserved IPs still count); freeIPCount is our extension,
+// |spec.ips − excludeIPs − reserved| minus the records inside that set.
+struct PoolCounts {
+  int64_t total = 0;      // status.totalIPCount
+  int64_t allocated = 0;  // status.allocatedIPCount (= number of records)
+  int64_t free = 0;       // status.freeIPCount
+};
+
+// SpiderReservedIP objects -> their ranges (both families; invalid entries are reported).
+absl::StatusOr<std::vector<base::IPRange>> ReservedRanges(
+    const std::vector<api::SpiderReservedIP>& reserved);
+
+// totalIPCount / freeIPCount of a pool without building a PoolState (same rules as
+// PoolState::Counts()).
+absl::StatusOr<PoolCounts> ComputePoolCounts(const api::SpiderIPPool& pool,
+                                             const std::vector<base::IPRange>& reserved);
+
+class PoolState {
+ public:
+  // `reserved`: every SpiderReservedIP range of the cluster (any family; the other family is
+  // ignored). Fails on a malformed spec (subnet, ips, excludeIPs, gateway, ipVersion not
+  // matching the subnet) or status.allocatedIPs, with field paths in the message.
+  static absl::StatusOr<PoolState> Build(const api::SpiderIPPool& pool,
+                                         const std::vector<base::IPRange>& reserved,
+                                         PoolOptions options = {});
+
+  const std::string& name() const { return name_; }
+  base::IPFamily family() const { return subnet_.family(); }
+  int ip_version() const { return family() == base::IPFamily::kV4 ? 4 : 6; }
+  const base::IPPrefix& subnet() const { return subnet_; }
+  const std::optional<base::IPAddress>& gateway() const { return gateway_; }
+  const std::vector<api::Route>& routes() const { return routes_; }  // spec.routes
+  bool disabled() const { return disabled_; }
+  const Allocator& allocator() const { return allocator_; }
+
+  // (1) disabled -> FailedPrecondition (upstream filters disabled pools out before
+  // allocating); (2) a record with this pod UID whose interface is unset or equals the
+  // request's (either side empty matches) -> that IP, reused (idempotent ADD; this also covers
+  // #2517, "full pool, old record with the same ns/name and UID", which upstream checks
+  // separately); (3) no free usable IP -> ResourceExhausted "all IP addresses used out";
+  // (4) records + 1 > max_allocated_ips -> ResourceExhausted (threshold message); (5) the
+  // lowest free usable IP (spec.ips − excludeIPs − reserved − records) with a new record
+  // {pod, podUid, node, containerID, interface} (empty request fields are not written).
+  // (Upstream matches on UID only, so two NICs of one pod drawing from the same pool got the
+  // same IP; recording the interface tells them apart.)
+  absl::StatusOr<PoolAllocation> Allocate(const AllocationRequest& request);
+
+  // Upstream ReleaseIP: removes the record of `ip` iff its podUid is `pod_uid`. True if a
+  // record was removed.
+  bool Release(const base::IPAddress& ip, std::string_view pod_uid);
+
+  struct ReleaseFilter {
+    std::string container_id;  // when set, only records with this containerID (or none)
+    std::string interface_;    // when set, only records with this interface (or none)
+  };
+  // Removes every record of `pod_uid` that passes the filter; returns the IPs released,
+  // ascending.
+  std::vector<base::IPAddress> ReleasePod(std::string_view pod_uid,
+                                          const ReleaseFilter& filter = {});
+
+  struct ReassignResult {
+    int updated = 0;                       // records whose owner fields changed
+    std::vector<base::IPAddress> missing;  // requested IPs with no record (nothing done)
+  };
+  // StatefulSet / KubeVirt fixed IPs (upstream UpdateAllocatedIPs): for each of `ips` (or,
+  // when empty, every record whose pod is owner.pod) rewrite podUid, and node/containerID
+  // when non-empty, to `owner`'s (owner.interface_ is not used). A record held by another pod ns/name is an error
+  // (FailedPrecondition "failed to update allocated IP because of data broken: IPPool <p>
+  // IP <ip> allocation detail ... mistach namespacedName <ns/name>") and nothing changes.
+  absl::StatusOr<ReassignResult> ReassignUID(const AllocationRequest& owner,
+                                             const std::vector<base::IPAddress>& ips = {});
+
+  // Records, keyed by the canonical IP text (as upstream writes them).
+  api::PoolIPAllocations Records() const;
+  size_t record_count() const { return records_.size(); }
+  const api::PoolIPAllocation* RecordOf(const base::IPAddress& ip) const;
+  // The IPs this pod UID holds here, ascending.
+  std::vector<base::IPAddress> IPsOf(std::string_view pod_uid) const;
+
+  PoolCounts Counts() const;
+  // pool->SetAllocatedIPs(Records()) (allocatedIPs + allocatedIPCount), then totalIPCount and
+  // freeIPCount from Counts(). Spec and metadata are untouched.
+  void WriteStatus(api::SpiderIPPool* pool) const;
+
+ private:
+  PoolState() = default;
+  void AddRecord(const base::IPAddress& ip, api::PoolIPAllocation record);
+  void RemoveRecord(std::map<base::IPAddress, api::PoolIPAllocation>::iterator it);
+
+  std::string name_;
+  base::IPPrefix subnet_;
+  std::optional<base::IPAddress> gateway_;
+  std::vector<api::Route> routes_;
+  bool disabled_ = false;
+  PoolOptions options_;
+  absl::uint128 total_count_ = 0;  // |spec.ips − excludeIPs|
+  Allocator allocator_;            // usable = spec.ips − excludeIPs − reserved
+  std::map<base::IPAddress, api::PoolIPAllocation> records_;
+  absl::flat_hash_map<std::string, std::vector<base::IPAddress>> by_uid_;
+};
+
+}  // namespace spiderpool::ipam
