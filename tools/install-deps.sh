@@ -11,6 +11,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
   iproute2 python3
+  containernetworking-plugins busybox-static podman runc
 )
 
 missing=()

@@ -138,6 +138,8 @@ class LoopbackApiServer::Impl {
   std::thread listen_thread;
   int port = 0;
   std::atomic<bool> stopping{false};
+  // Requests served, by HTTP method (GET, POST, PUT, PATCH, DELETE, other).
+  std::atomic<int64_t> method_counts[6] = {};
   std::mutex stop_mu;
   bool stopped = false;  // guarded by stop_mu
 
@@ -168,6 +170,12 @@ class LoopbackApiServer::Impl {
   }
 
   void Serve(const httplib::Request& req, httplib::Response& res) {
+    static constexpr const char* kMethods[] = {"GET", "POST", "PUT", "PATCH", "DELETE"};
+    int m = 5;
+    for (int i = 0; i < 5; ++i) {
+      if (req.method == kMethods[i]) m = i;
+    }
+    method_counts[m].fetch_add(1, std::memory_order_relaxed);
     if (options.log_requests) {
       SP_LOG(Info).Msg("request").KV("method", req.method).KV("target", req.target);
     }
@@ -506,6 +514,12 @@ void LoopbackApiServer::FailNext(int n, int http_code, FaultMatch match, int ret
 }
 
 void LoopbackApiServer::ClearFaults() { impl_->core->ClearFaults(); }
+
+RequestCounts LoopbackApiServer::request_counts() const {
+  auto get = [this](int i) { return impl_->method_counts[i].load(std::memory_order_relaxed); };
+  return {.get = get(0), .post = get(1), .put = get(2), .patch = get(3), .delete_ = get(4),
+          .other = get(5)};
+}
 void LoopbackApiServer::CloseWatches() { impl_->core->CloseWatches(); }
 void LoopbackApiServer::CompactHistory() { impl_->core->CompactHistory(); }
 

@@ -152,6 +152,12 @@ struct FaultMatch {
   std::string name = {};
 };
 
+// Requests the server has answered, by HTTP method (watches are GETs).
+struct RequestCounts {
+  int64_t get = 0, post = 0, put = 0, patch = 0, delete_ = 0, other = 0;
+  int64_t writes() const { return post + put + patch + delete_; }
+};
+
 struct LoopbackOptions {
   std::string host = "127.0.0.1";
   int port = 0;  // 0 = pick a free port
@@ -254,6 +260,7 @@ class LoopbackApiServer {
   // 504 Timeout, ...).
   void FailNext(int n, int http_code, FaultMatch match = {}, int retry_after_seconds = 0);
   void ClearFaults();
+  RequestCounts request_counts() const;
   // Ends every open watch stream (clients see EOF).
   void CloseWatches();
   // Forgets watch history and list snapshots: older resourceVersions get 410 on watch and

@@ -36,6 +36,7 @@ const std::vector<ResourceInfo>& BuiltinResources() {
         {"apps", "v1", "StatefulSet", "statefulsets", "statefulset", true, true, {"sts"}, ""},
         {"apps", "v1", "DaemonSet", "daemonsets", "daemonset", true, true, {"ds"}, ""},
         {"batch", "v1", "Job", "jobs", "job", true, true, {}, ""},
+        {"batch", "v1", "CronJob", "cronjobs", "cronjob", true, true, {"cj"}, ""},
     };
     for (ResourceInfo& r : *v) r = Normalized(r);
     return v;

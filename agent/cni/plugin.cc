@@ -1,0 +1,406 @@
+#include "agent/cni/plugin.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agent/cni/agent_client.h"
+#include "agent/cni/cni.h"
+#include "agent/ipamapi/ipamapi.h"
+#include "base/log.h"
+#include "base/strings.h"
+
+namespace spiderpool::agent::cni {
+
+namespace {
+
+constexpr std::string_view kAbout = "CNI plugin spiderpool (IPAM, C++ reimplementation)";
+
+std::string Getenv(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+Outcome Fail(const CniError& e, std::string_view cni_version) {
+  return Outcome{1, FormatError(e, cni_version) + "\n", ""};
+}
+
+Outcome Succeed(std::string out = "") {
+  if (!out.empty()) out += "\n";
+  return Outcome{0, std::move(out), ""};
+}
+
+std::string Join(const std::vector<std::string>& v, std::string_view sep) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) out += sep;
+    out += v[i];
+  }
+  return out;
+}
+
+std::string SupportedList() {
+  std::vector<std::string> q;
+  for (std::string_view v : kSupportedVersions) q.push_back(base::StrCat("\"", v, "\""));
+  return "[" + Join(q, " ") + "]";
+}
+
+// ---- file logging ---------------------------------------------------------------------------
+// Lines go to ipam.log_file_path when it can be opened for append (its directory is created if
+// missing); otherwise they are dropped. Never stdout (the protocol), never stderr (runtimes
+// surface it). Size-based rotation: path -> path.1 -> ... -> path.<max_count>.
+class FileLog {
+ public:
+  static void Setup(const IPAMConf& ipam) {
+    static FileLog* current = nullptr;
+    delete current;
+    current = new FileLog(ipam);
+    base::LogLevel level = base::LogLevel::kDebug;
+    std::string lower;
+    for (char c : ipam.log_level) {
+      lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    if (lower == "fatal" || lower == "panic") {
+      level = base::LogLevel::kError;
+    } else {
+      base::ParseLogLevel(lower, &level);
+    }
+    base::SetLogLevel(level);
+    FileLog* self = current;
+    base::SetLogSink([self](std::string_view line) { self->Write(line); });
+  }
+  ~FileLog() {
+    if (fd_ >= 0) close(fd_);
+  }
+
+ private:
+  explicit FileLog(const IPAMConf& ipam) {
+    const std::string& path = ipam.log_file_path;
+    size_t slash = path.rfind('/');
+    if (slash != std::string::npos && slash > 0) MkdirAll(path.substr(0, slash));
+    struct stat st;
+    if (ipam.log_file_max_size > 0 && stat(path.c_str(), &st) == 0 &&
+        st.st_size >= ipam.log_file_max_size * 1024 * 1024) {
+      Rotate(path, ipam.log_file_max_count);
+    }
+    fd_ = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  }
+  static void MkdirAll(const std::string& dir) {
+    for (size_t i = 1; i <= dir.size(); ++i) {
+      if (i == dir.size() || dir[i] == '/') mkdir(dir.substr(0, i).c_str(), 0755);
+    }
+  }
+  static void Rotate(const std::string& path, int64_t max_count) {
+    if (max_count <= 0) {
+      unlink(path.c_str());
+      return;
+    }
+    for (int64_t i = max_count - 1; i >= 1; --i) {
+      rename(base::StrCat(path, ".", i).c_str(), base::StrCat(path, ".", i + 1).c_str());
+    }
+    rename(path.c_str(), base::StrCat(path, ".1").c_str());
+  }
+  void Write(std::string_view line) {
+    if (fd_ < 0) return;
+    std::string l(line);
+    if (l.empty() || l.back() != '\n') l += '\n';
+    ssize_t n = write(fd_, l.data(), l.size());
+    (void)n;
+  }
+  int fd_ = -1;
+};
+
+// ---- talking to the agent -------------------------------------------------------------------
+
+CniError TransportError(const AgentReply& r) {
+  switch (r.failure) {
+    case AgentReply::Failure::kTimeout:
+      return {kErrTryAgainLater, "timeout waiting for spiderpool-agent, try again later",
+              r.failure_text};
+    case AgentReply::Failure::kConnect:
+      return {kErrTryAgainLater, "spiderpool-agent is unreachable, try again later",
+              r.failure_text};
+    default:
+      return {kErrTryAgainLater, "error talking to spiderpool-agent, try again later",
+              r.failure_text};
+  }
+}
+
+std::string HttpDetails(std::string_view what, const AgentReply& r) {
+  return base::StrCat(what, ": HTTP ", r.status);
+}
+
+// GET /v1/ipam/healthy; nullopt when healthy.
+std::optional<CniError> CheckHealthy(AgentClient& client) {
+  AgentReply r = client.Get(ipamapi::kHealthyPath);
+  if (!r.ok()) return TransportError(r);
+  if (r.status == ipamapi::kStatusOK) return std::nullopt;
+  std::string msg = ipamapi::ErrorMessageFromBody(r.body);
+  return CniError{kErrTryAgainLater, "unhealthy spiderpool-agent backend, try again later",
+                  base::StrCat(HttpDetails(base::StrCat("GET ", ipamapi::kHealthyPath), r),
+                               msg.empty() ? "" : ": ", msg)};
+}
+
+struct Invocation {
+  const Env& env;
+  const RunHooks& hooks;
+  NetConf conf;
+  K8sArgs k8s;
+  std::chrono::steady_clock::time_point deadline;
+};
+
+std::chrono::steady_clock::time_point DeadlineFor(const NetConf& conf) {
+  return std::chrono::steady_clock::now() +
+         std::chrono::microseconds(static_cast<int64_t>(conf.timeout_seconds * 1e6));
+}
+
+Outcome CmdAdd(Invocation& inv) {
+  const std::string& v = inv.conf.cni_version;
+  std::vector<std::string> missing;
+  if (inv.k8s.pod_namespace.empty()) missing.push_back("K8S_POD_NAMESPACE");
+  if (inv.k8s.pod_name.empty()) missing.push_back("K8S_POD_NAME");
+  if (!missing.empty()) {
+    return Fail({kErrInvalidEnv,
+                 base::StrCat("required CNI_ARGS [", Join(missing, ","), "] missing"),
+                 "CNI_ARGS=" + inv.env.args},
+                v);
+  }
+  inv.deadline = DeadlineFor(inv.conf);
+  if (inv.hooks.deadline_known) {
+    inv.hooks.deadline_known(
+        inv.deadline,
+        Fail({kErrTryAgainLater, "timeout waiting for spiderpool-agent, try again later",
+              base::StrCat("no answer within ipam_timeout_seconds=",
+                           base::DumpJson(Json(inv.conf.timeout_seconds)))},
+             v));
+  }
+  const IPAMConf& ipam = *inv.conf.ipam;
+  AgentClient client(ipam.ipam_unix_socket_path, inv.deadline);
+  if (auto e = CheckHealthy(client)) {
+    SP_LOG(Error).Msg("agent health check failed").KV("error", e->msg).KV("details", e->details);
+    return Fail(*e, v);
+  }
+  ipamapi::IpamAddArgs args{.container_id = inv.env.container_id,
+                            .if_name = inv.env.ifname,
+                            .net_namespace = inv.env.netns,
+                            .pod_namespace = inv.k8s.pod_namespace,
+                            .pod_name = inv.k8s.pod_name,
+                            .pod_uid = inv.k8s.pod_uid,
+                            .default_ipv4_ippool = ipam.default_ipv4_ippool,
+                            .default_ipv6_ippool = ipam.default_ipv6_ippool,
+                            .clean_gateway = ipam.clean_gateway,
+                            .match_master_subnet = ipam.match_master_subnet};
+  std::string what = base::StrCat("POST ", ipamapi::kIPPath);
+  AgentReply r = client.Post(ipamapi::kIPPath, ipamapi::ToJson(args));
+  if (!r.ok()) {
+    CniError e = TransportError(r);
+    SP_LOG(Error).Msg("IPAM request failed").KV("details", e.details);
+    return Fail(e, v);
+  }
+  if (r.status != ipamapi::kStatusOK) {
+    std::string msg = ipamapi::ErrorMessageFromBody(r.body);
+    SP_LOG(Error).Msg("IPAM request refused").KV("status", r.status).KV("message", msg);
+    if (r.status == ipamapi::kStatusTooManyRequests ||
+        r.status == ipamapi::kStatusServiceUnavailable) {
+      return Fail({kErrTryAgainLater,
+                   base::StrCat("spiderpool-agent is busy, try again later: ", msg),
+                   HttpDetails(what, r)},
+                  v);
+    }
+    int code = r.status == ipamapi::kStatusBadRequest ? kErrInvalidNetworkConfig : kErrAgent;
+    return Fail({code, base::StrCat("spiderpool IP allocation error: ", msg),
+                 HttpDetails(what, r)},
+                v);
+  }
+  auto resp = ipamapi::FromJson<ipamapi::IpamAddResponse>(r.body);
+  if (!resp.ok()) {
+    SP_LOG(Error).Msg("invalid IPAM response").KV("error", base::FromAbsl(resp.status().message()));
+    return Fail({kErrAgentResponse, "invalid response from spiderpool-agent",
+                 base::StrCat(what, ": ", base::FromAbsl(resp.status().message()))},
+                v);
+  }
+  auto result = BuildResult(*resp, inv.env.ifname, v);
+  if (!result.ok()) {
+    return Fail({kErrAgentResponse, "invalid response from spiderpool-agent",
+                 base::StrCat(what, ": ", base::FromAbsl(result.status().message()))},
+                v);
+  }
+  if (!result->contains("ips")) {
+    return Fail({kErrAgent,
+                 base::StrCat("spiderpool IP allocation error: no IP allocated for interface ",
+                              inv.env.ifname),
+                 base::StrCat(what, ": the response has IPs for other interfaces only")},
+                v);
+  }
+  std::string text = base::DumpJson(*result);
+  SP_LOG(Info).Msg("IPAM allocation result").KV("result", text);
+  return Succeed(std::move(text));
+}
+
+Outcome CmdDel(Invocation& inv) {
+  // DEL always succeeds once the config is valid: whatever we cannot release now, the GC
+  // reclaims (upstream behaves the same).
+  if (inv.k8s.pod_namespace.empty() || inv.k8s.pod_name.empty()) {
+    SP_LOG(Warning).Msg("DEL without K8S_POD_NAMESPACE/K8S_POD_NAME: nothing to release")
+        .KV("CNI_ARGS", inv.env.args);
+    return Succeed();
+  }
+  inv.deadline = DeadlineFor(inv.conf);
+  if (inv.hooks.deadline_known) inv.hooks.deadline_known(inv.deadline, Succeed());
+  const IPAMConf& ipam = *inv.conf.ipam;
+  AgentClient client(ipam.ipam_unix_socket_path, inv.deadline);
+  if (auto e = CheckHealthy(client)) {
+    SP_LOG(Error).Msg("agent health check failed; IP release left to GC").KV("error", e->msg)
+        .KV("details", e->details);
+    return Succeed();
+  }
+  ipamapi::IpamDelArgs args{.container_id = inv.env.container_id,
+                            .if_name = inv.env.ifname,
+                            .net_namespace = inv.env.netns,
+                            .pod_namespace = inv.k8s.pod_namespace,
+                            .pod_name = inv.k8s.pod_name,
+                            .pod_uid = inv.k8s.pod_uid};
+  AgentReply r = client.Delete(ipamapi::kIPPath, ipamapi::ToJson(args));
+  if (!r.ok()) {
+    SP_LOG(Error).Msg("IP release failed; left to GC").KV("details", r.failure_text);
+  } else if (r.status == ipamapi::kStatusOK || r.status == ipamapi::kStatusConflict) {
+    SP_LOG(Info).Msg("IP released").KV("status", r.status);
+  } else {
+    SP_LOG(Error).Msg("IP release refused; left to GC").KV("status", r.status)
+        .KV("message", ipamapi::ErrorMessageFromBody(r.body));
+  }
+  return Succeed();
+}
+
+Outcome CmdCheck(Invocation& inv) {
+  const std::string& v = inv.conf.cni_version;
+  if (!inv.conf.prev_result.has_value()) {
+    return Fail({kErrInvalidNetworkConfig, "required prevResult missing",
+                 "CHECK needs the result of the previous ADD in \"prevResult\""},
+                v);
+  }
+  if (auto e = ValidatePrevResult(*inv.conf.prev_result, v)) return Fail(*e, v);
+  return Succeed();
+}
+
+Outcome CmdStatus(Invocation& inv) {
+  const std::string& v = inv.conf.cni_version;
+  inv.deadline = DeadlineFor(inv.conf);
+  Outcome unavailable = Fail({kErrPluginNotAvailable, "spiderpool-agent is not available",
+                              "no answer within the timeout"},
+                             v);
+  if (inv.hooks.deadline_known) inv.hooks.deadline_known(inv.deadline, unavailable);
+  AgentClient client(inv.conf.ipam->ipam_unix_socket_path, inv.deadline);
+  if (auto e = CheckHealthy(client)) {
+    return Fail({kErrPluginNotAvailable, "spiderpool-agent is not available",
+                 base::StrCat(e->msg, ": ", e->details)},
+                v);
+  }
+  return Succeed();
+}
+
+}  // namespace
+
+Env Env::FromProcess() {
+  return Env{.command = Getenv("CNI_COMMAND"),
+             .container_id = Getenv("CNI_CONTAINERID"),
+             .netns = Getenv("CNI_NETNS"),
+             .ifname = Getenv("CNI_IFNAME"),
+             .args = Getenv("CNI_ARGS"),
+             .path = Getenv("CNI_PATH")};
+}
+
+Outcome Run(const Env& env, const RunHooks& hooks) {
+  const std::string& cmd = env.command;
+  if (cmd.empty()) {
+    // libcni's skel: without CNI_COMMAND, print what this is and exit 0.
+    return Outcome{0, "",
+                   base::StrCat(kAbout, "\nCNI protocol versions supported: ",
+                                Join({kSupportedVersions.begin(), kSupportedVersions.end()},
+                                     ", "),
+                                "\n")};
+  }
+  bool add = cmd == "ADD", del = cmd == "DEL", check = cmd == "CHECK";
+  bool gc = cmd == "GC", status = cmd == "STATUS";
+  std::vector<std::string> missing;
+  if ((add || del || check) && env.container_id.empty()) missing.push_back("CNI_CONTAINERID");
+  if ((add || check) && env.netns.empty()) missing.push_back("CNI_NETNS");
+  if ((add || del || check) && env.ifname.empty()) missing.push_back("CNI_IFNAME");
+  if ((add || del || check || gc || status) && env.path.empty()) missing.push_back("CNI_PATH");
+  if (!missing.empty()) {
+    return Fail({kErrInvalidEnv,
+                 base::StrCat("required env variables [", Join(missing, ","), "] missing"), ""},
+                "");
+  }
+  if (cmd == "VERSION") return Succeed(VersionInfoJson());
+  if (!(add || del || check || gc || status)) {
+    return Fail({kErrInvalidEnv, base::StrCat("unknown CNI_COMMAND: ", cmd), ""}, "");
+  }
+
+  std::string stdin_text, read_error;
+  if (!hooks.read_stdin || !hooks.read_stdin(&stdin_text, &read_error)) {
+    return Fail({kErrIOFailure, base::StrCat("error reading from stdin: ", read_error), ""}, "");
+  }
+  Json json;
+  std::string version, name;
+  if (auto e = ParseStdin(stdin_text, &json, &version, &name)) {
+    // Echo the config's version in the error when there is one.
+    std::string echo;
+    if (json.is_object() && json.contains("cniVersion") && json["cniVersion"].is_string()) {
+      echo = json["cniVersion"].get<std::string>();
+    }
+    return Fail(*e, echo);
+  }
+  std::string echo = json.contains("cniVersion") ? version : "";
+  if (add || del || check) {
+    if (auto e = ValidateContainerID(env.container_id)) return Fail(*e, echo);
+    if (auto e = ValidateInterfaceName(env.ifname)) return Fail(*e, echo);
+  }
+  if (check) {
+    auto cmp = CompareVersions(version, "0.4.0");
+    if (!cmp) {
+      return Fail({kErrDecoding, base::StrCat("invalid cniVersion \"", version, "\""), ""}, echo);
+    }
+    if (*cmp < 0) {
+      return Fail({kErrIncompatibleVersion, "config version does not allow CHECK", ""}, echo);
+    }
+  }
+  if ((add || del || check) && !IsSupportedVersion(version)) {
+    return Fail({kErrIncompatibleVersion, "incompatible CNI versions",
+                 base::StrCat("config is \"", version, "\", plugin supports ", SupportedList())},
+                echo);
+  }
+
+  Invocation inv{.env = env, .hooks = hooks, .conf = {}, .k8s = {}, .deadline = {}};
+  if (auto e = DecodeNetConf(json, &inv.conf)) return Fail(*e, echo);
+  inv.conf.cni_version = echo.empty() ? std::string(kLatestVersion) : version;
+  FileLog::Setup(*inv.conf.ipam);
+  SP_LOG(Debug).Msg("CNI request").KV("command", cmd).KV("containerID", env.container_id)
+      .KV("netns", env.netns).KV("ifName", env.ifname).KV("args", env.args)
+      .KV("cniVersion", inv.conf.cni_version);
+
+  if (gc) {
+    // Leaked IPs are reclaimed by spiderpool-controller's GC; nothing to do per node.
+    SP_LOG(Info).Msg("GC: nothing to do in the plugin (spiderpool-controller reclaims IPs)");
+    return Succeed();
+  }
+  if (status) return CmdStatus(inv);
+  if (check) return CmdCheck(inv);
+
+  if (auto e = ParseCniArgs(env.args, &inv.k8s)) {
+    SP_LOG(Error).Msg("bad CNI_ARGS").KV("error", e->msg);
+    return Fail(*e, inv.conf.cni_version);
+  }
+  FillK8sArgsFromConf(inv.conf, &inv.k8s);
+  return add ? CmdAdd(inv) : CmdDel(inv);
+}
+
+}  // namespace spiderpool::agent::cni

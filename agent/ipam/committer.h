@@ -1,0 +1,328 @@
+#pragma once
+// Group commit of IP bookkeeping, one queue per SpiderIPPool.
+//
+// Every allocation or release is a small mutation of a pool's records (status.allocatedIPs),
+// and each write of that status is one optimistic-concurrency round trip to the API server.
+// Upstream Spiderpool does one GET + one status update per pod and gives up after 5 conflicts,
+// so a busy pool fails pods. Here concurrent requests for the same pool are coalesced: the first
+// caller becomes the committer, takes every mutation queued for that pool, applies all of them to
+// one working copy and writes the status ONCE; callers arriving meanwhile wait for the next
+// batch. On 409 Conflict the committer re-reads the pool and re-applies the whole batch (every
+// mutation is a pure function of the state, so re-running is safe); on 429 / 5xx / timeouts it
+// backs off and retries; each mutation has its own deadline and fails alone when it passes.
+// A mutation that fails (pool full, disabled) fails alone and must leave the state unchanged.
+//
+// Correctness does not rest on this queue: the API server's resourceVersion check is what makes
+// two agents (or the controller's GC) unable to hand out the same IP. The queue only turns N
+// conflicting writers into one.
+//
+// `State` is the working copy (ipam::PoolState in production, something trivial in tests):
+//   Hooks::load  builds it from a pool object,
+//   Hooks::dirty says whether the batch changed it,
+//   Hooks::store writes it back into the pool object's status.
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "api/spider_ippool.h"
+#include "base/backoff.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/strings.h"
+#include "kube/rest/errors.h"
+
+namespace spiderpool::agent::ipam {
+
+// Where pools are read and written (kube::Client<api::SpiderIPPool> in production).
+class PoolStore {
+ public:
+  virtual ~PoolStore() = default;
+  // A fresh read (not from a cache).
+  virtual absl::StatusOr<api::SpiderIPPool> Get(const std::string& name) = 0;
+  // Writes the status subresource; fails with 409 Conflict when the resourceVersion is stale.
+  virtual absl::StatusOr<api::SpiderIPPool> UpdateStatus(const api::SpiderIPPool& pool) = 0;
+};
+
+struct CommitterStats {
+  int64_t writes = 0;     // status updates that succeeded
+  int64_t conflicts = 0;  // 409s retried
+  int64_t retries = 0;    // 429 / 5xx / timeouts retried
+  int64_t batches = 0;
+  int64_t mutations = 0;  // mutations committed (or answered without a write)
+};
+
+template <typename State>
+class GroupCommitter {
+ public:
+  using Mutation = std::function<absl::Status(State& state)>;
+  struct Hooks {
+    std::function<absl::StatusOr<State>(const api::SpiderIPPool& pool)> load;
+    std::function<bool(const State& state)> dirty;
+    std::function<void(const State& state, api::SpiderIPPool* pool)> store;
+    // Optional: the newest copy of a pool the caller knows of (an informer cache), used before
+    // the committer has written the pool itself. nullopt = read it from the store.
+    std::function<std::optional<api::SpiderIPPool>(const std::string& name)> cached;
+  };
+
+  // Conflicts are retried at once with a fresh read, then with a short, fully jittered pause
+  // that de-synchronises agents colliding on the same pool (`conflict`); 429 / 5xx / timeouts
+  // back off longer (`retry`).
+  GroupCommitter(PoolStore* store, Hooks hooks, base::Clock* clock = nullptr,
+                 base::BackoffPolicy conflict = {.initial = absl::Milliseconds(1),
+                                                 .max = absl::Milliseconds(64),
+                                                 .factor = 2.0,
+                                                 .jitter = 1.0},
+                 base::BackoffPolicy retry = {.initial = absl::Milliseconds(50),
+                                              .max = absl::Seconds(2),
+                                              .factor = 2.0,
+                                              .jitter = 0.5})
+      : store_(store), hooks_(std::move(hooks)),
+        clock_(clock ? clock : &base::RealClock::Get()), conflict_(conflict), retry_(retry) {}
+
+  // Applies `mutation` to pool `pool` and persists it, together with whatever else is queued
+  // for that pool. Returns the mutation's own status, or the error that stopped the write.
+  absl::Status Run(const std::string& pool, Mutation mutation, absl::Time deadline) {
+    Slot* slot = SlotFor(pool);
+    Pending pending{std::move(mutation), deadline};
+    absl::MutexLock lock(&slot->mu);
+    slot->queue.push_back(&pending);
+    while (!pending.finished) {
+      if (!slot->committing) {
+        slot->committing = true;
+        std::vector<Pending*> batch(slot->queue.begin(), slot->queue.end());
+        slot->queue.clear();
+        slot->mu.Unlock();
+        Commit(pool, slot, batch);
+        slot->mu.Lock();
+        slot->committing = false;
+        slot->cv.SignalAll();
+      } else {
+        slot->cv.Wait(&slot->mu);
+      }
+    }
+    return pending.result;
+  }
+
+  CommitterStats stats() const {
+    absl::MutexLock lock(&stats_mu_);
+    return stats_;
+  }
+
+ private:
+  struct Pending {
+    Mutation mutation;
+    absl::Time deadline;
+    absl::Status result;
+    bool finished = false;  // guarded by the slot's mu
+  };
+  struct Slot {
+    absl::Mutex mu;
+    absl::CondVar cv;
+    std::deque<Pending*> queue;
+    bool committing = false;
+    // The pool as we last wrote or read it; only the committer touches it.
+    std::optional<api::SpiderIPPool> last;
+  };
+
+  Slot* SlotFor(const std::string& pool) {
+    absl::MutexLock lock(&slots_mu_);
+    std::unique_ptr<Slot>& slot = slots_[pool];
+    if (slot == nullptr) slot = std::make_unique<Slot>();
+    return slot.get();
+  }
+
+  // resourceVersions are opaque to clients, but every API server we know uses integers (etcd
+  // revisions); when both parse, the larger is newer. Otherwise: not newer.
+  static bool Newer(const std::string& a, const std::string& b) {
+    uint64_t x = 0, y = 0;
+    return absl::SimpleAtoi(a, &x) && absl::SimpleAtoi(b, &y) && x > y;
+  }
+
+  static bool Retriable(const absl::Status& s) {
+    return kube::IsTooManyRequests(s) || kube::IsServerError(s) || kube::IsTimeout(s) ||
+           absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s);
+  }
+
+  void Finish(Slot* slot, const std::vector<Pending*>& batch, const std::vector<absl::Status>& results) {
+    absl::MutexLock lock(&slot->mu);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (batch[i] == nullptr) continue;
+      batch[i]->result = results[i];
+      batch[i]->finished = true;
+    }
+    slot->cv.SignalAll();
+  }
+
+  void FailAll(Slot* slot, const std::vector<Pending*>& batch, const absl::Status& status) {
+    Finish(slot, batch, std::vector<absl::Status>(batch.size(), status));
+  }
+
+  // Runs outside slot->mu; `slot->last` belongs to the committer while committing is true.
+  void Commit(const std::string& name, Slot* slot, std::vector<Pending*> batch) {
+    {
+      absl::MutexLock lock(&stats_mu_);
+      ++stats_.batches;
+    }
+    // Start from the newest copy we know: our own last write, or the informer's if it has
+    // seen a later one (another agent's write); a stale start only costs one 409.
+    std::optional<api::SpiderIPPool> current = slot->last;
+    if (hooks_.cached) {
+      std::optional<api::SpiderIPPool> cached = hooks_.cached(name);
+      if (cached.has_value() &&
+          (!current.has_value() || Newer(cached->metadata.resource_version,
+                                         current->metadata.resource_version))) {
+        current = std::move(cached);
+      }
+    }
+    const uint64_t seed = std::hash<std::string>{}(name) ^ reinterpret_cast<uintptr_t>(&batch);
+    base::Backoff conflict_backoff(conflict_, seed);
+    base::Backoff backoff(retry_, seed + 1);
+    absl::Status last_error;
+    int conflicts_in_a_row = 0;
+    for (int attempt = 0;; ++attempt) {
+      // Mutations whose caller gave up are dropped before each attempt (they were never
+      // persisted: nothing was written yet in this batch).
+      const absl::Time now = clock_->Now();
+      std::vector<Pending*> expired(batch.size(), nullptr);
+      bool any_live = false;
+      for (size_t i = 0; i < batch.size(); ++i) {
+        if (batch[i] == nullptr) continue;
+        if (now >= batch[i]->deadline) {
+          expired[i] = batch[i];
+          batch[i] = nullptr;
+        } else {
+          any_live = true;
+        }
+      }
+      if (std::any_of(expired.begin(), expired.end(), [](Pending* p) { return p != nullptr; })) {
+        FailAll(slot, expired,
+                absl::DeadlineExceededError(base::StrCat(
+                    "timed out writing SpiderIPPool ", name, " after ", attempt, " attempts",
+                    last_error.ok() ? "" : base::StrCat("; last error: ",
+                                                         base::FromAbsl(last_error.message())))));
+      }
+      if (!any_live) return;
+
+      if (!current.has_value()) {
+        absl::StatusOr<api::SpiderIPPool> fresh = store_->Get(name);
+        if (!fresh.ok()) {
+          if (kube::IsNotFound(fresh.status())) {
+            FailAll(slot, batch, absl::NotFoundError(base::StrCat("SpiderIPPool ", name, " does not exist")));
+            return;
+          }
+          if (Retriable(fresh.status())) {
+            last_error = fresh.status();
+            CountRetry();
+            SleepBackoff(backoff, batch);
+            continue;
+          }
+          FailAll(slot, batch, fresh.status());
+          return;
+        }
+        current = std::move(*fresh);
+      }
+
+      absl::StatusOr<State> state = hooks_.load(*current);
+      if (!state.ok()) {
+        slot->last.reset();
+        FailAll(slot, batch, state.status());
+        return;
+      }
+      std::vector<absl::Status> results(batch.size());
+      for (size_t i = 0; i < batch.size(); ++i) {
+        if (batch[i] != nullptr) results[i] = batch[i]->mutation(*state);
+      }
+      if (!hooks_.dirty(*state)) {
+        slot->last = std::move(current);
+        CountCommitted(batch, false);
+        Finish(slot, batch, results);
+        return;
+      }
+      api::SpiderIPPool updated = *current;
+      hooks_.store(*state, &updated);
+      absl::StatusOr<api::SpiderIPPool> written = store_->UpdateStatus(updated);
+      if (written.ok()) {
+        slot->last = std::move(*written);
+        CountCommitted(batch, true);
+        Finish(slot, batch, results);
+        return;
+      }
+      last_error = written.status();
+      if (kube::IsConflict(written.status())) {
+        // Somebody else wrote the pool: re-read it and re-apply the whole batch at once (no
+        // sleep first: the fresh read is the useful work; the jittered sleep only kicks in
+        // from the second conflict, to de-synchronise agents that keep colliding).
+        CountConflict();
+        current.reset();
+        if (++conflicts_in_a_row > 1) SleepBackoff(conflict_backoff, batch);
+        continue;
+      }
+      if (kube::IsNotFound(written.status())) {
+        slot->last.reset();
+        FailAll(slot, batch, absl::NotFoundError(base::StrCat("SpiderIPPool ", name, " does not exist")));
+        return;
+      }
+      if (Retriable(written.status())) {
+        // The write may or may not have been applied (a 500 after etcd committed): re-read.
+        // Re-applying is safe because mutations are idempotent per pod.
+        CountRetry();
+        current.reset();
+        SleepBackoff(backoff, batch);
+        continue;
+      }
+      slot->last.reset();
+      FailAll(slot, batch, written.status());
+      return;
+    }
+  }
+
+  void SleepBackoff(base::Backoff& backoff, const std::vector<Pending*>& batch) {
+    absl::Time latest = absl::InfinitePast();
+    for (Pending* p : batch) {
+      if (p != nullptr) latest = std::max(latest, p->deadline);
+    }
+    absl::Duration d = backoff.Next();
+    if (d == absl::InfiniteDuration()) {
+      backoff.Reset();
+      d = backoff.Next();
+    }
+    clock_->SleepUntil(std::min(latest, clock_->Now() + d));
+  }
+
+  void CountConflict() {
+    absl::MutexLock lock(&stats_mu_);
+    ++stats_.conflicts;
+  }
+  void CountRetry() {
+    absl::MutexLock lock(&stats_mu_);
+    ++stats_.retries;
+  }
+  void CountCommitted(const std::vector<Pending*>& batch, bool wrote) {
+    absl::MutexLock lock(&stats_mu_);
+    if (wrote) ++stats_.writes;
+    for (Pending* p : batch) stats_.mutations += p != nullptr;
+  }
+
+  PoolStore* store_;
+  Hooks hooks_;
+  base::Clock* clock_;
+  base::BackoffPolicy conflict_;
+  base::BackoffPolicy retry_;
+  absl::Mutex slots_mu_;
+  std::map<std::string, std::unique_ptr<Slot>> slots_;
+  mutable absl::Mutex stats_mu_;
+  CommitterStats stats_;
+};
+
+}  // namespace spiderpool::agent::ipam

@@ -1,0 +1,213 @@
+// GroupCommitter against the loopback API server (or a real cluster through
+// SPIDERPOOL_TEST_KUBECONFIG): several "agents" (each its own REST client and committer) allocate
+// from one pool at once, with and without injected 409 / 429 / 500 answers.
+#include "agent/ipam/committer.h"
+
+#include <atomic>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "base/strings.h"
+#include "gtest/gtest.h"
+#include "kube/rest/client.h"
+#include "kube/testing/test_cluster.h"
+
+namespace spiderpool::agent::ipam {
+namespace {
+
+constexpr char kCrdDir[] = "charts/spiderpool/crds";
+
+// A deliberately simple working copy: the records, and whether the batch changed them.
+struct Book {
+  api::PoolIPAllocations records;
+  bool dirty = false;
+};
+
+class KubePoolStore : public PoolStore {
+ public:
+  explicit KubePoolStore(std::shared_ptr<kube::RestClient> rest) : pools_(std::move(rest)) {}
+  absl::StatusOr<api::SpiderIPPool> Get(const std::string& name) override {
+    return pools_.Get("", name);
+  }
+  absl::StatusOr<api::SpiderIPPool> UpdateStatus(const api::SpiderIPPool& pool) override {
+    return pools_.UpdateStatus(pool);
+  }
+
+ private:
+  kube::Client<api::SpiderIPPool> pools_;
+};
+
+GroupCommitter<Book>::Hooks BookHooks() {
+  return {
+      .load = [](const api::SpiderIPPool& pool) -> absl::StatusOr<Book> {
+        absl::StatusOr<api::PoolIPAllocations> r = pool.AllocatedIPs();
+        if (!r.ok()) return r.status();
+        return Book{*std::move(r), false};
+      },
+      .dirty = [](const Book& b) { return b.dirty; },
+      .store = [](const Book& b, api::SpiderIPPool* pool) { pool->SetAllocatedIPs(b.records); },
+  };
+}
+
+// Lowest free of 10.9.0.1 .. 10.9.0.<size>; idempotent per pod UID.
+GroupCommitter<Book>::Mutation Allocate(std::string uid, int size, std::string* got) {
+  return [uid = std::move(uid), size, got](Book& book) -> absl::Status {
+    for (const auto& [ip, rec] : book.records) {
+      if (rec.pod_uid == uid) {
+        *got = ip;
+        return absl::OkStatus();
+      }
+    }
+    for (int i = 1; i <= size; ++i) {
+      std::string ip = base::StrCat("10.9.0.", i);
+      if (book.records.count(ip)) continue;
+      book.records[ip] = api::PoolIPAllocation{.pod = "ns/" + uid, .pod_uid = uid};
+      book.dirty = true;
+      *got = ip;
+      return absl::OkStatus();
+    }
+    return absl::ResourceExhaustedError("pool is full");
+  };
+}
+
+class CommitterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto c = kube::testing::TestCluster::Start();
+    ASSERT_TRUE(c.ok()) << c.status();
+    cluster_ = std::move(*c);
+    ASSERT_TRUE(cluster_->ApplyCRDs(kCrdDir).ok());
+    pool_name_ = "committer-" + cluster_->ns();
+    api::SpiderIPPool pool;
+    pool.metadata.name = pool_name_;
+    pool.spec.subnet = "10.9.0.0/24";
+    pool.spec.ips = {"10.9.0.1-10.9.0.254"};
+    auto created = kube::Client<api::SpiderIPPool>(cluster_->rest()).Create(pool);
+    ASSERT_TRUE(created.ok()) << created.status();
+  }
+  void TearDown() override {
+    if (cluster_ == nullptr) return;
+    if (cluster_->loopback() != nullptr) cluster_->loopback()->ClearFaults();
+    (void)kube::Client<api::SpiderIPPool>(cluster_->rest()).Delete("", pool_name_);
+  }
+
+  api::PoolIPAllocations Records() {
+    auto pool = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", pool_name_);
+    EXPECT_TRUE(pool.ok()) << pool.status();
+    if (!pool.ok()) return {};
+    EXPECT_EQ(pool->status.allocated_ip_count.value_or(0),
+              static_cast<int64_t>(pool->AllocatedIPs()->size()));
+    return *pool->AllocatedIPs();
+  }
+
+  // `agents` committers x `per_agent` threads, each allocating for its own pod UID.
+  // Returns the IPs handed out, checking every call succeeded.
+  std::vector<std::string> AllocateInParallel(int agents, int per_agent, int64_t* writes,
+                                              int64_t* conflicts) {
+    std::vector<std::unique_ptr<KubePoolStore>> stores;
+    std::vector<std::unique_ptr<GroupCommitter<Book>>> committers;
+    for (int a = 0; a < agents; ++a) {
+      auto rest = cluster_->NewRest();
+      EXPECT_TRUE(rest.ok());
+      stores.push_back(std::make_unique<KubePoolStore>(*rest));
+      committers.push_back(std::make_unique<GroupCommitter<Book>>(stores.back().get(), BookHooks()));
+    }
+    std::vector<std::string> got(agents * per_agent);
+    std::vector<absl::Status> results(agents * per_agent);
+    {
+      std::vector<std::jthread> threads;
+      for (int a = 0; a < agents; ++a) {
+        for (int t = 0; t < per_agent; ++t) {
+          const int i = a * per_agent + t;
+          threads.emplace_back([&, a, i] {
+            results[i] = committers[a]->Run(pool_name_, Allocate(base::StrCat("uid-", i), 254, &got[i]),
+                                           absl::Now() + absl::Seconds(60));
+          });
+        }
+      }
+    }
+    *writes = *conflicts = 0;
+    for (auto& c : committers) {
+      *writes += c->stats().writes;
+      *conflicts += c->stats().conflicts;
+    }
+    for (const absl::Status& s : results) EXPECT_TRUE(s.ok()) << s;
+    return got;
+  }
+
+  std::unique_ptr<kube::testing::TestCluster> cluster_;
+  std::string pool_name_;
+};
+
+TEST_F(CommitterTest, ManyAgentsNeverDuplicateAndBatchWrites) {
+  int64_t writes = 0, conflicts = 0;
+  std::vector<std::string> got = AllocateInParallel(4, 40, &writes, &conflicts);
+  std::set<std::string> unique(got.begin(), got.end());
+  EXPECT_EQ(unique.size(), got.size()) << "an IP was handed out twice";
+  api::PoolIPAllocations records = Records();
+  EXPECT_EQ(records.size(), 160u) << "a record was lost";
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_TRUE(records.count(got[i])) << got[i];
+    EXPECT_EQ(records[got[i]].pod_uid, base::StrCat("uid-", i));
+  }
+  // Group commit: far fewer status writes than allocations.
+  EXPECT_LT(writes, 160);
+}
+
+TEST_F(CommitterTest, SurvivesConflictsThrottlingAndServerErrors) {
+  if (cluster_->loopback() == nullptr) GTEST_SKIP() << "needs fault injection";
+  kube::testing::FaultMatch status_writes{.verb = "update", .resource = "spiderippools/status"};
+  cluster_->loopback()->FailNext(3, 409, status_writes);
+  cluster_->loopback()->FailNext(2, 429, status_writes, 0);
+  cluster_->loopback()->FailNext(2, 500, status_writes);
+  cluster_->loopback()->FailNext(2, 503, {.verb = "get", .resource = "spiderippools"});
+  int64_t writes = 0, conflicts = 0;
+  std::vector<std::string> got = AllocateInParallel(2, 10, &writes, &conflicts);
+  EXPECT_EQ(std::set<std::string>(got.begin(), got.end()).size(), 20u);
+  EXPECT_EQ(Records().size(), 20u);
+  EXPECT_GE(conflicts, 3);
+}
+
+TEST_F(CommitterTest, AFailingMutationFailsAloneAndLeavesNoRecord) {
+  KubePoolStore store(cluster_->rest());
+  GroupCommitter<Book> committer(&store, BookHooks());
+  std::string a, b;
+  // Pool of size 1 for this mutation's view: the second pod finds it full.
+  EXPECT_TRUE(committer.Run(pool_name_, Allocate("p1", 1, &a), absl::Now() + absl::Seconds(30)).ok());
+  absl::Status full = committer.Run(pool_name_, Allocate("p2", 1, &b), absl::Now() + absl::Seconds(30));
+  EXPECT_TRUE(absl::IsResourceExhausted(full)) << full;
+  // Idempotent: the same pod gets the same IP back without a write.
+  std::string again;
+  const int64_t writes_before = committer.stats().writes;
+  EXPECT_TRUE(committer.Run(pool_name_, Allocate("p1", 1, &again), absl::Now() + absl::Seconds(30)).ok());
+  EXPECT_EQ(again, a);
+  EXPECT_EQ(committer.stats().writes, writes_before);
+  EXPECT_EQ(Records().size(), 1u);
+}
+
+TEST_F(CommitterTest, MissingPoolIsNotFound) {
+  KubePoolStore store(cluster_->rest());
+  GroupCommitter<Book> committer(&store, BookHooks());
+  std::string ip;
+  absl::Status s = committer.Run("no-such-pool-" + cluster_->ns(), Allocate("p1", 5, &ip),
+                                 absl::Now() + absl::Seconds(30));
+  EXPECT_TRUE(absl::IsNotFound(s)) << s;
+  EXPECT_NE(s.message().find("no-such-pool"), absl::string_view::npos);
+}
+
+TEST_F(CommitterTest, GivesUpAtTheDeadlineWithTheLastError) {
+  if (cluster_->loopback() == nullptr) GTEST_SKIP() << "needs fault injection";
+  cluster_->loopback()->FailNext(1000000, 500, {.verb = "update", .resource = "spiderippools/status"});
+  KubePoolStore store(cluster_->rest());
+  GroupCommitter<Book> committer(&store, BookHooks());
+  std::string ip;
+  absl::Status s = committer.Run(pool_name_, Allocate("p1", 5, &ip), absl::Now() + absl::Milliseconds(300));
+  EXPECT_TRUE(absl::IsDeadlineExceeded(s)) << s;
+  EXPECT_NE(s.message().find(pool_name_), absl::string_view::npos) << s;
+  cluster_->loopback()->ClearFaults();
+  EXPECT_TRUE(Records().empty()) << "a timed-out allocation must leave no record";
+}
+
+}  // namespace
+}  // namespace spiderpool::agent::ipam

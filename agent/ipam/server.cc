@@ -1,0 +1,172 @@
+#include "agent/ipam/server.h"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <httplib.h>
+
+#include "base/log.h"
+#include "base/strings.h"
+
+namespace spiderpool::agent::ipam {
+namespace {
+
+void Reply(httplib::Response& res, int code, std::string body) {
+  res.status = code;
+  res.set_content(std::move(body), std::string(ipamapi::kContentType));
+}
+
+void ReplyError(httplib::Response& res, int code, std::string_view message) {
+  Reply(res, code, ipamapi::ErrorJson(message));
+}
+
+// Admission: holds one of `max` slots for the lifetime of the object.
+class Slot {
+ public:
+  Slot(std::atomic<int>& counter, int max) : counter_(counter) {
+    admitted_ = counter_.fetch_add(1) < max;
+  }
+  ~Slot() { counter_.fetch_sub(1); }
+  bool admitted() const { return admitted_; }
+
+ private:
+  std::atomic<int>& counter_;
+  bool admitted_;
+};
+
+}  // namespace
+
+IpamServer::IpamServer(ServerOptions options, IpamBackend* backend)
+    : options_(std::move(options)), backend_(backend), http_(std::make_unique<httplib::Server>()) {}
+
+IpamServer::~IpamServer() { Stop(); }
+
+absl::StatusOr<std::unique_ptr<IpamServer>> IpamServer::Start(ServerOptions options,
+                                                              IpamBackend* backend) {
+  if (options.socket_path.empty()) return absl::InvalidArgumentError("socket path is empty");
+  if (options.socket_path.size() > 107) {
+    return absl::InvalidArgumentError(
+        base::StrCat("socket path ", options.socket_path, " is longer than 107 characters"));
+  }
+  std::unique_ptr<IpamServer> server(new IpamServer(std::move(options), backend));
+  const std::filesystem::path path(server->options_.socket_path);
+  std::error_code ec;
+  if (path.has_parent_path()) {
+    std::filesystem::create_directories(path.parent_path(), ec);
+    if (ec) {
+      return absl::UnavailableError(base::StrCat("creating ", path.parent_path().string(), ": ",
+                                                 ec.message()));
+    }
+  }
+  // A socket file left by a previous agent: nobody listens on it any more.
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return absl::UnavailableError(
+        base::StrCat("removing stale socket ", path.string(), ": ", std::strerror(errno)));
+  }
+  server->Install();
+  server->http_->set_address_family(AF_UNIX);
+  const int threads = server->options_.threads;
+  server->http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // httplib listens with a backlog of 5: a burst of pod starts would see connections refused.
+  // Remember the listening socket and raise its backlog after httplib's listen().
+  int listen_fd = -1;
+  server->http_->set_socket_options([&listen_fd](int sock) { listen_fd = sock; });
+  // The socket must never be reachable with a wider mode than 0600, not even for a moment:
+  // bind under a restrictive umask (bind and listen happen together in httplib).
+  const mode_t old_mask = ::umask(0177);
+  // (The port is ignored for AF_UNIX, but 0 makes httplib ask the socket for its port and fail.)
+  const bool bound = server->http_->bind_to_port(path.string(), 80);
+  ::umask(old_mask);
+  if (!bound) {
+    return absl::UnavailableError(base::StrCat("cannot listen on unix socket ", path.string()));
+  }
+  if (listen_fd < 0 || ::listen(listen_fd, SOMAXCONN) != 0) {
+    return absl::UnavailableError(
+        base::StrCat("raising the listen backlog of ", path.string(), ": ", std::strerror(errno)));
+  }
+  if (::chmod(path.c_str(), 0600) != 0) {
+    return absl::UnavailableError(
+        base::StrCat("chmod 0600 ", path.string(), ": ", std::strerror(errno)));
+  }
+  server->thread_ = std::thread([s = server.get()] { s->http_->listen_after_bind(); });
+  SP_LOG(Info).Msg("IPAM server listening").KV("socket", path.string());
+  return server;
+}
+
+void IpamServer::Stop() {
+  if (stopped_.exchange(true)) return;
+  http_->stop();
+  if (thread_.joinable()) thread_.join();
+  ::unlink(options_.socket_path.c_str());
+}
+
+void IpamServer::Install() {
+  const std::string healthy(ipamapi::kHealthyPath);
+  const std::string ip(ipamapi::kIPPath);
+
+  http_->Get(healthy, [this](const httplib::Request&, httplib::Response& res) {
+    if (backend_->Ready()) {
+      Reply(res, ipamapi::kStatusOK, "{}");
+    } else {
+      ReplyError(res, ipamapi::kStatusServiceUnavailable, "the agent is starting: caches not synced");
+    }
+  });
+
+  http_->Post(ip, [this](const httplib::Request& req, httplib::Response& res) {
+    Slot slot(in_flight_, options_.max_in_flight);
+    if (!slot.admitted()) {
+      ReplyError(res, ipamapi::kStatusTooManyRequests,
+                 "the agent has too many IPAM requests in flight; try again later");
+      return;
+    }
+    if (!backend_->Ready()) {
+      ReplyError(res, ipamapi::kStatusServiceUnavailable, "the agent is starting: caches not synced");
+      return;
+    }
+    absl::StatusOr<ipamapi::IpamAddArgs> args = ipamapi::FromJson<ipamapi::IpamAddArgs>(req.body);
+    if (!args.ok()) {
+      ReplyError(res, ipamapi::kStatusBadRequest,
+                 base::StrCat("bad IPAM add request: ", base::FromAbsl(args.status().message())));
+      return;
+    }
+    absl::StatusOr<ipamapi::IpamAddResponse> out =
+        backend_->Allocate(*args, absl::Now() + options_.request_timeout);
+    if (!out.ok()) {
+      ReplyError(res, ipamapi::HttpStatusFor(out.status()), base::FromAbsl(out.status().message()));
+      return;
+    }
+    Reply(res, ipamapi::kStatusOK, ipamapi::ToJson(*out));
+  });
+
+  http_->Delete(ip, [this](const httplib::Request& req, httplib::Response& res) {
+    Slot slot(in_flight_, options_.max_in_flight);
+    if (!slot.admitted()) {
+      ReplyError(res, ipamapi::kStatusTooManyRequests,
+                 "the agent has too many IPAM requests in flight; try again later");
+      return;
+    }
+    if (!backend_->Ready()) {
+      ReplyError(res, ipamapi::kStatusServiceUnavailable, "the agent is starting: caches not synced");
+      return;
+    }
+    absl::StatusOr<ipamapi::IpamDelArgs> args = ipamapi::FromJson<ipamapi::IpamDelArgs>(req.body);
+    if (!args.ok()) {
+      ReplyError(res, ipamapi::kStatusBadRequest,
+                 base::StrCat("bad IPAM delete request: ", base::FromAbsl(args.status().message())));
+      return;
+    }
+    absl::Status st = backend_->Release(*args, absl::Now() + options_.request_timeout);
+    if (!st.ok()) {
+      ReplyError(res, ipamapi::HttpStatusFor(st), base::FromAbsl(st.message()));
+      return;
+    }
+    Reply(res, ipamapi::kStatusOK, "{}");
+  });
+}
+
+}  // namespace spiderpool::agent::ipam

@@ -1,0 +1,66 @@
+#pragma once
+// The agent's IPAM endpoint: HTTP/JSON over a unix socket (agent/ipamapi is the contract).
+//
+// The socket is created with mode 0600 (root only: whoever can talk to it can take and free
+// addresses), a stale socket file is replaced, and the parent directory is created. The server
+// sheds load: at most `max_in_flight` requests are admitted at once, the rest get 429 (the
+// plugin turns that into CNI error 11 "try again later"); before the backend is Ready() every
+// IPAM call gets 503.
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "agent/ipamapi/ipamapi.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace spiderpool::agent::ipam {
+
+// What the server calls; implemented by IpamService (and by fakes in tests).
+class IpamBackend {
+ public:
+  virtual ~IpamBackend() = default;
+  virtual bool Ready() const = 0;
+  virtual absl::StatusOr<ipamapi::IpamAddResponse> Allocate(const ipamapi::IpamAddArgs& args,
+                                                            absl::Time deadline) = 0;
+  virtual absl::Status Release(const ipamapi::IpamDelArgs& args, absl::Time deadline) = 0;
+};
+
+struct ServerOptions {
+  std::string socket_path;
+  int threads = 32;           // concurrent requests (a waiting ADD holds one)
+  int max_in_flight = 1000;   // beyond this: 429
+  absl::Duration request_timeout = absl::Seconds(50);
+};
+
+class IpamServer {
+ public:
+  // Binds the socket (so the file exists with its final mode when this returns) and starts
+  // serving on a thread of its own.
+  static absl::StatusOr<std::unique_ptr<IpamServer>> Start(ServerOptions options,
+                                                           IpamBackend* backend);
+  ~IpamServer();  // Stop()
+  void Stop();    // stops accepting, waits for requests in flight, removes the socket file
+
+  const std::string& socket_path() const { return options_.socket_path; }
+
+ private:
+  IpamServer(ServerOptions options, IpamBackend* backend);
+  void Install();
+
+  ServerOptions options_;
+  IpamBackend* backend_;
+  std::unique_ptr<httplib::Server> http_;
+  std::thread thread_;
+  std::atomic<int> in_flight_{0};
+  std::atomic<bool> stopped_{false};
+};
+
+}  // namespace spiderpool::agent::ipam

@@ -1,0 +1,769 @@
+#include "agent/ipam/service.h"
+
+#include <algorithm>
+#include <set>
+
+#include "api/spider.h"
+#include "base/log.h"
+#include "base/status.h"
+#include "base/strings.h"
+#include "ipam/result.h"
+
+namespace spiderpool::agent::ipam {
+namespace sp = ::spiderpool::ipam;
+
+namespace {
+
+std::string Key(std::string_view ns, std::string_view name) { return base::StrCat(ns, "/", name); }
+
+const api::OwnerReference* ControllerOf(const api::ObjectMeta& meta) {
+  for (const api::OwnerReference& ref : meta.owner_references) {
+    if (ref.controller.value_or(false)) return &ref;
+  }
+  return nullptr;
+}
+
+// The StatefulSet ordinal of `pod_name` ("web-3" -> 3), if the name has the sts shape.
+std::optional<int64_t> Ordinal(std::string_view pod_name, std::string_view sts_name) {
+  if (pod_name.size() <= sts_name.size() + 1 || pod_name.substr(0, sts_name.size()) != sts_name ||
+      pod_name[sts_name.size()] != '-') {
+    return std::nullopt;
+  }
+  int64_t n = 0;
+  for (char c : pod_name.substr(sts_name.size() + 1)) {
+    if (c < '0' || c > '9' || n > (int64_t{1} << 40)) return std::nullopt;
+    n = n * 10 + (c - '0');
+  }
+  return n;
+}
+
+api::ResourceInfo ResourceOf(std::string group, std::string kind, std::string plural) {
+  return api::ResourceInfo{.group = std::move(group), .version = "v1", .kind = std::move(kind),
+                           .plural = std::move(plural), .namespaced = true};
+}
+
+std::optional<int64_t> IntAt(const base::Json& j, std::initializer_list<const char*> path) {
+  const base::Json* cur = &j;
+  for (const char* p : path) {
+    if (!cur->is_object() || !cur->contains(p)) return std::nullopt;
+    cur = &(*cur)[p];
+  }
+  if (!cur->is_number_integer()) return std::nullopt;
+  return cur->get<int64_t>();
+}
+
+}  // namespace
+
+// ---- pool store -------------------------------------------------------------------------------
+
+absl::StatusOr<api::SpiderIPPool> IpamService::KubePoolStore::Get(const std::string& name) {
+  return pools_.Get("", name);
+}
+
+absl::StatusOr<api::SpiderIPPool> IpamService::KubePoolStore::UpdateStatus(
+    const api::SpiderIPPool& pool) {
+  return pools_.UpdateStatus(pool);
+}
+
+// ---- per-pod serialisation ------------------------------------------------------------------
+
+class IpamService::PodLock {
+ public:
+  PodLock(IpamService* s, std::string key) : s_(s), key_(std::move(key)) {
+    {
+      absl::MutexLock l(&s_->locks_mu_);
+      auto& entry = s_->pod_locks_[key_];
+      if (entry.first == nullptr) entry.first = std::make_unique<absl::Mutex>();
+      ++entry.second;
+      mu_ = entry.first.get();
+    }
+    mu_->Lock();
+  }
+  ~PodLock() {
+    mu_->Unlock();
+    absl::MutexLock l(&s_->locks_mu_);
+    auto it = s_->pod_locks_.find(key_);
+    if (--it->second.second == 0) s_->pod_locks_.erase(it);
+  }
+
+ private:
+  IpamService* s_;
+  std::string key_;
+  absl::Mutex* mu_;
+};
+
+// ---- lifecycle ------------------------------------------------------------------------------
+
+IpamService::IpamService(std::shared_ptr<kube::RestClient> rest, ServiceOptions options)
+    : rest_(rest),
+      options_(std::move(options)),
+      clock_(options_.clock ? options_.clock : &base::RealClock::Get()),
+      pool_store_(rest),
+      committer_(&pool_store_,
+                 {.load = [this](const api::SpiderIPPool& pool) -> absl::StatusOr<PoolBook> {
+                    absl::StatusOr<sp::PoolState> st = sp::PoolState::Build(
+                        pool, ReservedRanges(),
+                        {.max_allocated_ips = options_.config.max_allocated_ips_per_pool});
+                    if (!st.ok()) return st.status();
+                    return PoolBook{*std::move(st), false};
+                  },
+                  .dirty = [](const PoolBook& b) { return b.dirty; },
+                  .store = [](const PoolBook& b, api::SpiderIPPool* pool) { b.state.WriteStatus(pool); },
+                  .cached = [this](const std::string& name) -> std::optional<api::SpiderIPPool> {
+                    auto p = pool_informer_.store().Get(name);
+                    if (p == nullptr) return std::nullopt;
+                    return *p;
+                  }},
+                 clock_),
+      pods_(rest),
+      endpoints_(rest),
+      pod_informer_(rest, {.field_selector = base::StrCat("spec.nodeName=", options_.node_name),
+                           .registry = options_.registry}),
+      namespace_informer_(rest, {.registry = options_.registry}),
+      node_informer_(rest, {.field_selector = base::StrCat("metadata.name=", options_.node_name),
+                            .registry = options_.registry}),
+      pool_informer_(rest, {.registry = options_.registry}),
+      reserved_informer_(rest, {.registry = options_.registry}),
+      endpoint_informer_(rest, {.registry = options_.registry}) {
+  if (options_.registry != nullptr) RegisterMetrics(*options_.registry);
+}
+
+IpamService::~IpamService() {
+  Stop();
+  if (registry_ != nullptr) registry_->RemoveCollectHook(collect_hook_);
+}
+
+void IpamService::RegisterMetrics(kube::metrics::Registry& registry) {
+  // Names as upstream's agent exposes them (reference §8), plus the group-commit counters.
+  registry_ = &registry;
+  metrics_.allocations =
+      &registry.AddCounter("spiderpool_ipam_allocation_counts_total", "IPAM ADD requests").WithLabels();
+  metrics_.allocation_failures =
+      &registry.AddCounter("spiderpool_ipam_allocation_failure_counts_total", "failed IPAM ADD requests")
+           .WithLabels();
+  metrics_.allocation_seconds =
+      &registry.AddHistogram("spiderpool_ipam_allocation_duration_seconds", "IPAM ADD duration")
+           .WithLabels();
+  metrics_.releases =
+      &registry.AddCounter("spiderpool_ipam_release_counts_total", "IPAM DEL requests").WithLabels();
+  metrics_.release_failures =
+      &registry.AddCounter("spiderpool_ipam_release_failure_counts_total", "failed IPAM DEL requests")
+           .WithLabels();
+  metrics_.release_seconds =
+      &registry.AddHistogram("spiderpool_ipam_release_duration_seconds", "IPAM DEL duration")
+           .WithLabels();
+  auto& conflicts = registry.AddCounter("spiderpool_ipam_allocation_update_ippool_conflict_counts_total",
+                                        "SpiderIPPool status writes that met a 409 Conflict")
+                        .WithLabels();
+  auto& writes = registry.AddCounter("spiderpool_ipam_ippool_status_writes_total",
+                                     "SpiderIPPool status writes (each may carry many allocations)")
+                     .WithLabels();
+  auto& retries = registry.AddCounter("spiderpool_ipam_ippool_write_retries_total",
+                                      "SpiderIPPool reads/writes retried after 429/5xx/timeouts")
+                      .WithLabels();
+  auto& mutations = registry.AddCounter("spiderpool_ipam_ippool_mutations_total",
+                                        "allocations/releases applied to SpiderIPPool records")
+                        .WithLabels();
+  collect_hook_ = registry.AddCollectHook([this, &conflicts, &writes, &retries, &mutations] {
+    const CommitterStats s = committer_.stats();
+    conflicts.Inc(static_cast<double>(s.conflicts) - conflicts.Value());
+    writes.Inc(static_cast<double>(s.writes) - writes.Value());
+    retries.Inc(static_cast<double>(s.retries) - retries.Value());
+    mutations.Inc(static_cast<double>(s.mutations) - mutations.Value());
+  });
+}
+
+void IpamService::Start() {
+  threads_.emplace_back([this](std::stop_token s) { pod_informer_.Run(s); });
+  threads_.emplace_back([this](std::stop_token s) { namespace_informer_.Run(s); });
+  threads_.emplace_back([this](std::stop_token s) { node_informer_.Run(s); });
+  threads_.emplace_back([this](std::stop_token s) { pool_informer_.Run(s); });
+  threads_.emplace_back([this](std::stop_token s) { reserved_informer_.Run(s); });
+  threads_.emplace_back([this](std::stop_token s) { endpoint_informer_.Run(s); });
+}
+
+void IpamService::Stop() {
+  for (auto& t : threads_) t.request_stop();
+  threads_.clear();  // joins
+}
+
+bool IpamService::Ready() const {
+  return pod_informer_.HasSynced() && namespace_informer_.HasSynced() &&
+         node_informer_.HasSynced() && pool_informer_.HasSynced() &&
+         reserved_informer_.HasSynced() && endpoint_informer_.HasSynced();
+}
+
+bool IpamService::WaitForSync(absl::Duration timeout) {
+  const absl::Time deadline = clock_->Now() + timeout;
+  while (!Ready()) {
+    if (clock_->Now() >= deadline) return false;
+    base::RealClock::Get().SleepFor(absl::Milliseconds(5));
+  }
+  return true;
+}
+
+// ---- lookups --------------------------------------------------------------------------------
+
+absl::StatusOr<std::shared_ptr<const api::Pod>> IpamService::LivePod(const std::string& ns,
+                                                                     const std::string& name,
+                                                                     const std::string& uid) {
+  std::shared_ptr<const api::Pod> pod = pod_informer_.store().Get(Key(ns, name));
+  // A pod just scheduled may not have reached the cache; a cached pod with another UID may
+  // have been re-created since: in both cases ask the API server.
+  if (pod == nullptr || (!uid.empty() && pod->metadata.uid != uid)) {
+    absl::StatusOr<api::Pod> fresh = pods_.Get(ns, name);
+    if (!fresh.ok()) {
+      if (kube::IsNotFound(fresh.status())) {
+        return absl::NotFoundError(base::StrCat("pod ", ns, "/", name, " not found"));
+      }
+      return base::Annotate(fresh.status(), base::StrCat("getting pod ", ns, "/", name));
+    }
+    pod = std::make_shared<const api::Pod>(*std::move(fresh));
+  }
+  if (pod->spec.node_name != options_.node_name) {
+    return absl::NotFoundError(base::StrCat("pod ", ns, "/", name, " is scheduled on node '",
+                                            pod->spec.node_name, "', not on this node '",
+                                            options_.node_name, "'"));
+  }
+  if (!uid.empty() && pod->metadata.uid != uid) {
+    return absl::NotFoundError(base::StrCat("pod ", ns, "/", name, " has UID ",
+                                            pod->metadata.uid, ", not ", uid,
+                                            " (the runtime's pod was deleted and re-created)"));
+  }
+  if (!api::PodIsAlive(*pod)) {
+    return absl::FailedPreconditionError(
+        base::StrCat("pod ", ns, "/", name, " is terminating or finished; no IP is allocated"));
+  }
+  return pod;
+}
+
+absl::StatusOr<sp::PodOwner> IpamService::ResolveOwner(const api::Pod& pod) {
+  sp::PodOwner owner{.api_version = "v1", .kind = "Pod", .namespace_ = pod.metadata.namespace_,
+                     .name = pod.metadata.name, .uid = pod.metadata.uid};
+  const api::OwnerReference* ref = ControllerOf(pod.metadata);
+  if (ref == nullptr) return owner;
+  owner = {.api_version = ref->api_version, .kind = ref->kind,
+           .namespace_ = pod.metadata.namespace_, .name = ref->name, .uid = ref->uid};
+  // ReplicaSet -> Deployment, Job -> CronJob: the top controller names the app (upstream
+  // PodTopController). One GET; if it fails the direct owner is used.
+  std::optional<api::ResourceInfo> parent_kind;
+  if (ref->kind == "ReplicaSet" && ref->api_version == "apps/v1") {
+    parent_kind = ResourceOf("apps", "ReplicaSet", "replicasets");
+  } else if (ref->kind == "Job" && ref->api_version == "batch/v1") {
+    parent_kind = ResourceOf("batch", "Job", "jobs");
+  }
+  if (parent_kind.has_value()) {
+    absl::StatusOr<base::Json> obj =
+        kube::DynamicClient(rest_, *parent_kind).Get(pod.metadata.namespace_, ref->name);
+    if (obj.ok()) {
+      api::DecodeErrors errs;
+      api::ObjectMeta meta =
+          api::DecodeInto<api::ObjectMeta>((*obj).value("metadata", base::Json::object()), &errs);
+      if (const api::OwnerReference* top = ControllerOf(meta); top != nullptr) {
+        owner = {.api_version = top->api_version, .kind = top->kind,
+                 .namespace_ = pod.metadata.namespace_, .name = top->name, .uid = top->uid};
+      } else {
+        owner.replicas = IntAt(*obj, {"spec", "replicas"});
+      }
+    }
+  }
+  return owner;
+}
+
+absl::StatusOr<std::optional<api::SpiderEndpoint>> IpamService::FindEndpoint(
+    const std::string& ns, const std::string& name) {
+  if (auto cached = endpoint_informer_.store().Get(Key(ns, name)); cached != nullptr) {
+    return std::optional<api::SpiderEndpoint>(*cached);
+  }
+  // Not cached: maybe written a moment ago (a second NIC's ADD); one GET settles it.
+  absl::StatusOr<api::SpiderEndpoint> fresh = endpoints_.Get(ns, name);
+  if (fresh.ok()) return std::optional<api::SpiderEndpoint>(*std::move(fresh));
+  if (kube::IsNotFound(fresh.status())) return std::optional<api::SpiderEndpoint>();
+  return base::Annotate(fresh.status(), base::StrCat("getting SpiderEndpoint ", ns, "/", name));
+}
+
+std::vector<const api::SpiderIPPool*> IpamService::PoolSnapshot(
+    std::vector<std::shared_ptr<const api::SpiderIPPool>>* keep) const {
+  *keep = pool_informer_.store().List();
+  std::vector<const api::SpiderIPPool*> out;
+  out.reserve(keep->size());
+  for (const auto& p : *keep) out.push_back(p.get());
+  return out;
+}
+
+std::vector<base::IPRange> IpamService::ReservedRanges() const {
+  std::vector<api::SpiderReservedIP> reserved;
+  for (const auto& r : reserved_informer_.store().List()) reserved.push_back(*r);
+  absl::StatusOr<std::vector<base::IPRange>> ranges = sp::ReservedRanges(reserved);
+  if (!ranges.ok()) {
+    // A malformed SpiderReservedIP (the webhook should have refused it) reserves nothing.
+    SP_LOG(Warning).Msg("ignoring malformed SpiderReservedIP").KV("error", ranges.status().ToString());
+    return {};
+  }
+  return *std::move(ranges);
+}
+
+absl::StatusOr<sp::SelectionRequest> IpamService::BuildSelectionRequest(
+    const api::Pod& pod, const sp::PodOwner& owner, const ipamapi::IpamAddArgs& args) {
+  sp::SelectionRequest req;
+  req.pod = {.namespace_ = pod.metadata.namespace_, .name = pod.metadata.name,
+             .uid = pod.metadata.uid, .labels = pod.metadata.labels,
+             .annotations = pod.metadata.annotations, .owner = owner};
+  if (auto ns = namespace_informer_.store().Get(pod.metadata.namespace_); ns != nullptr) {
+    req.namespace_ = {.labels = ns->metadata.labels, .annotations = ns->metadata.annotations};
+  } else {
+    return absl::NotFoundError(
+        base::StrCat("namespace ", pod.metadata.namespace_, " of pod ", pod.metadata.name,
+                     " is not in the agent's cache"));
+  }
+  req.node.name = options_.node_name;
+  if (auto node = node_informer_.store().Get(options_.node_name); node != nullptr) {
+    req.node.labels = node->metadata.labels;
+  }
+  req.if_name = args.if_name;
+  req.default_ipv4_pools = args.default_ipv4_ippool;
+  req.default_ipv6_pools = args.default_ipv6_ippool;
+  req.clean_gateway = args.clean_gateway;
+  return req;
+}
+
+// ---- pool mutations -------------------------------------------------------------------------
+
+absl::StatusOr<IpamService::Taken> IpamService::TakeOne(const std::vector<std::string>& pools,
+                                                        int ip_version,
+                                                        const sp::AllocationRequest& request,
+                                                        absl::Time deadline) {
+  std::vector<std::string> why;
+  for (const std::string& pool : pools) {
+    Taken got{.pool = pool};
+    absl::Status s = committer_.Run(
+        pool,
+        [&](PoolBook& book) -> absl::Status {
+          absl::StatusOr<sp::PoolAllocation> a = book.state.Allocate(request);
+          if (!a.ok()) return a.status();
+          got.ip = a->ip;
+          got.family = sp::FamilyAllocation::FromPool(book.state, a->ip);
+          if (!a->reused) book.dirty = true;
+          return absl::OkStatus();
+        },
+        deadline);
+    if (s.ok()) return got;
+    // Full, disabled or gone: the next pool of the list may do. Anything else (the API server
+    // is unreachable, the deadline passed) stops here.
+    if (absl::IsResourceExhausted(s) || absl::IsFailedPrecondition(s) || absl::IsNotFound(s) ||
+        absl::IsInvalidArgument(s)) {
+      why.push_back(base::StrCat(pool, ": ", base::FromAbsl(s.message())));
+      continue;
+    }
+    return base::Annotate(s, base::StrCat("allocating an IPv", ip_version, " address from SpiderIPPool ", pool));
+  }
+  std::string tried;
+  for (const std::string& w : why) tried += (tried.empty() ? "" : "; ") + w;
+  return absl::ResourceExhaustedError(base::StrCat("no IPv", ip_version, " address for ",
+                                                   request.pod, " NIC ", request.interface_,
+                                                   ": every candidate pool failed [", tried, "]"));
+}
+
+void IpamService::Undo(const std::vector<Taken>& taken, const std::string& uid,
+                       absl::Time deadline) {
+  for (const Taken& t : taken) {
+    absl::Status s = committer_.Run(
+        t.pool,
+        [&](PoolBook& book) {
+          if (book.state.Release(t.ip, uid)) book.dirty = true;
+          return absl::OkStatus();
+        },
+        std::max(deadline, clock_->Now() + absl::Seconds(10)));
+    if (!s.ok()) {
+      // The record stays with this pod's UID: a retried ADD reuses it, the GC frees it.
+      SP_LOG(Warning).Msg("could not undo a partial allocation").KV("pool", t.pool)
+          .KV("ip", t.ip.ToString()).KV("error", s.ToString());
+    }
+  }
+}
+
+absl::Status IpamService::ReleasePodRecords(const std::vector<std::string>& pools,
+                                            const std::string& uid,
+                                            const std::string& container_id, absl::Time deadline,
+                                            bool* all_released) {
+  *all_released = true;
+  for (const std::string& pool : pools) {
+    bool remaining = false;
+    absl::Status s = committer_.Run(
+        pool,
+        [&](PoolBook& book) {
+          if (!book.state.ReleasePod(uid, {.container_id = container_id}).empty()) {
+            book.dirty = true;
+          }
+          remaining = !book.state.IPsOf(uid).empty();
+          return absl::OkStatus();
+        },
+        deadline);
+    if (absl::IsNotFound(s)) continue;  // the pool is gone, and its records with it
+    SP_RETURN_IF_ERROR(base::Annotate(s, base::StrCat("releasing IPs of pod UID ", uid, " in SpiderIPPool ", pool)));
+    if (remaining) *all_released = false;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status IpamService::ReassignRecords(const api::SpiderEndpoint& endpoint, const api::Pod& pod,
+                                          const std::string& container_id, absl::Time deadline) {
+  sp::AllocationRequest owner{.pod = Key(pod.metadata.namespace_, pod.metadata.name),
+                              .pod_uid = pod.metadata.uid, .node = options_.node_name,
+                              .container_id = container_id};
+  std::map<std::string, std::vector<base::IPAddress>> by_pool;
+  for (const api::IPAllocationDetail& d : endpoint.status->current.ips) {
+    auto add = [&](const std::optional<std::string>& pool, const std::optional<std::string>& cidr) {
+      if (!pool || !cidr) return;
+      absl::StatusOr<base::IPPrefix> p = base::IPPrefix::Parse(*cidr);
+      if (p.ok()) by_pool[*pool].push_back(p->address());
+    };
+    add(d.ipv4_pool, d.ipv4);
+    add(d.ipv6_pool, d.ipv6);
+  }
+  for (const auto& [pool, ips] : by_pool) {
+    SP_RETURN_IF_ERROR(committer_.Run(
+        pool,
+        [&](PoolBook& book) -> absl::Status {
+          absl::StatusOr<sp::PoolState::ReassignResult> r = book.state.ReassignUID(owner, ips);
+          if (!r.ok()) return r.status();
+          if (!r->missing.empty()) {
+            return absl::FailedPreconditionError(base::StrCat(
+                "SpiderIPPool ", pool, " no longer holds ", r->missing.front().ToString(),
+                " for ", owner.pod));
+          }
+          if (r->updated > 0) book.dirty = true;
+          return absl::OkStatus();
+        },
+        deadline));
+  }
+  return absl::OkStatus();
+}
+
+// ---- SpiderEndpoint -------------------------------------------------------------------------
+
+std::vector<std::string> IpamService::PoolsOf(const api::SpiderEndpoint& endpoint) const {
+  std::set<std::string> pools;
+  if (endpoint.status.has_value()) {
+    for (const api::IPAllocationDetail& d : endpoint.status->current.ips) {
+      if (d.ipv4_pool) pools.insert(*d.ipv4_pool);
+      if (d.ipv6_pool) pools.insert(*d.ipv6_pool);
+    }
+  }
+  return {pools.begin(), pools.end()};
+}
+
+absl::Status IpamService::WriteEndpoint(const std::optional<api::SpiderEndpoint>& old,
+                                        const api::Pod& pod, const sp::PodOwner& owner,
+                                        std::vector<api::IPAllocationDetail> details) {
+  api::SpiderEndpoint ep;
+  if (old.has_value()) ep = *old;
+  ep.metadata.name = pod.metadata.name;
+  ep.metadata.namespace_ = pod.metadata.namespace_;
+  if (std::find(ep.metadata.finalizers.begin(), ep.metadata.finalizers.end(),
+                api::kSpiderFinalizer) == ep.metadata.finalizers.end()) {
+    ep.metadata.finalizers.push_back(std::string(api::kSpiderFinalizer));
+  }
+  // StatefulSet (and KubeVirt) endpoints outlive their pod: no ownerReference (reference §1.4).
+  ep.metadata.owner_references.clear();
+  if (owner.kind != "StatefulSet" && owner.kind != "VirtualMachineInstance") {
+    ep.metadata.owner_references.push_back(api::MakeOwnerReference(pod, /*controller=*/false));
+  }
+  ep.status = api::WorkloadEndpointStatus{
+      .current = {.uid = pod.metadata.uid, .node = options_.node_name, .ips = std::move(details)},
+      .owner_controller_type = owner.kind,
+      .owner_controller_name = owner.name};
+  absl::StatusOr<api::SpiderEndpoint> written =
+      old.has_value() ? endpoints_.Update(ep) : endpoints_.Create(ep);
+  if (!written.ok() && !old.has_value() && kube::IsAlreadyExists(written.status())) {
+    // Created by an earlier attempt we did not see: overwrite it (its pod is this one).
+    absl::StatusOr<api::SpiderEndpoint> cur = endpoints_.Get(ep.metadata.namespace_, ep.metadata.name);
+    if (!cur.ok()) return cur.status();
+    ep.metadata.resource_version = cur->metadata.resource_version;
+    written = endpoints_.Update(ep);
+  }
+  if (!written.ok()) {
+    return base::Annotate(written.status(), base::StrCat("writing SpiderEndpoint ",
+                                                         Key(ep.metadata.namespace_, ep.metadata.name)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status IpamService::DeleteEndpoint(const api::SpiderEndpoint& endpoint) {
+  const std::string& ns = endpoint.metadata.namespace_;
+  const std::string& name = endpoint.metadata.name;
+  // Drop our finalizer (only if the object is still the one we looked at), then delete.
+  absl::StatusOr<api::SpiderEndpoint> patched = endpoints_.Patch(
+      ns, name, kube::PatchType::kJson,
+      base::Json::array({base::Json{{"op", "test"}, {"path", "/metadata/uid"}, {"value", endpoint.metadata.uid}},
+                         base::Json{{"op", "remove"}, {"path", "/metadata/finalizers"}}}));
+  if (!patched.ok() && !kube::IsNotFound(patched.status()) && !kube::IsInvalid(patched.status()) &&
+      !kube::IsBadRequest(patched.status())) {
+    return base::Annotate(patched.status(), base::StrCat("removing the finalizer of SpiderEndpoint ", ns, "/", name));
+  }
+  absl::Status s = endpoints_.Delete(ns, name, {.precondition_uid = endpoint.metadata.uid});
+  if (!s.ok() && !kube::IsNotFound(s) && !kube::IsConflict(s)) {
+    return base::Annotate(s, base::StrCat("deleting SpiderEndpoint ", ns, "/", name));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> IpamService::ValidStatefulSetPod(const std::string& ns,
+                                                      const std::string& pod_name,
+                                                      const std::string& sts_name) {
+  absl::StatusOr<base::Json> sts =
+      kube::DynamicClient(rest_, ResourceOf("apps", "StatefulSet", "statefulsets")).Get(ns, sts_name);
+  if (!sts.ok()) {
+    if (kube::IsNotFound(sts.status())) return false;
+    return sts.status();
+  }
+  if ((*sts).contains("metadata") && (*sts)["metadata"].contains("deletionTimestamp")) return false;
+  const std::optional<int64_t> ordinal = Ordinal(pod_name, sts_name);
+  if (!ordinal.has_value()) return false;
+  const int64_t replicas = IntAt(*sts, {"spec", "replicas"}).value_or(1);
+  const int64_t start = IntAt(*sts, {"spec", "ordinals", "start"}).value_or(0);
+  return *ordinal >= start && *ordinal < start + replicas;
+}
+
+// ---- wire -----------------------------------------------------------------------------------
+
+ipamapi::IpamAddResponse IpamService::ToWire(
+    const std::vector<api::IPAllocationDetail>& details) const {
+  const sp::Reply reply = sp::ReplyFromDetails(details);
+  ipamapi::IpamAddResponse out;
+  for (const sp::ReplyIP& ip : reply.ips) {
+    out.ips.push_back({.version = ip.version, .address = ip.address, .ip_pool = ip.pool,
+                       .gateway = ip.gateway, .nic = ip.nic, .vlan = ip.vlan,
+                       .enable_gateway_detection = options_.config.enable_gateway_detection,
+                       .enable_ip_conflict_detection = options_.config.enable_ip_conflict_detection});
+  }
+  for (const sp::ReplyRoute& r : reply.routes) {
+    out.routes.push_back({.if_name = r.if_name, .dst = r.dst, .gw = r.gw});
+  }
+  return out;
+}
+
+// ---- ADD ------------------------------------------------------------------------------------
+
+absl::StatusOr<ipamapi::IpamAddResponse> IpamService::Allocate(const ipamapi::IpamAddArgs& args,
+                                                               absl::Time deadline) {
+  const absl::Time start = clock_->Now();
+  absl::StatusOr<ipamapi::IpamAddResponse> out = DoAllocate(args, deadline);
+  if (metrics_.allocations != nullptr) {
+    metrics_.allocations->Inc();
+    if (!out.ok()) metrics_.allocation_failures->Inc();
+    metrics_.allocation_seconds->Observe(absl::ToDoubleSeconds(clock_->Now() - start));
+  }
+  if (!out.ok()) {
+    SP_LOG(Warning).Msg("IPAM ADD failed").KV("pod", Key(args.pod_namespace, args.pod_name))
+        .KV("nic", args.if_name).KV("error", out.status().ToString());
+  }
+  return out;
+}
+
+absl::StatusOr<ipamapi::IpamAddResponse> IpamService::DoAllocate(const ipamapi::IpamAddArgs& args,
+                                                                 absl::Time deadline) {
+  PodLock lock(this, Key(args.pod_namespace, args.pod_name));
+  SP_ASSIGN_OR_RETURN(std::shared_ptr<const api::Pod> pod,
+                      LivePod(args.pod_namespace, args.pod_name, args.pod_uid));
+  SP_ASSIGN_OR_RETURN(sp::PodOwner owner, ResolveOwner(*pod));
+  SP_ASSIGN_OR_RETURN(std::optional<api::SpiderEndpoint> endpoint,
+                      FindEndpoint(args.pod_namespace, args.pod_name));
+  if (endpoint.has_value() && !endpoint->status.has_value()) endpoint.reset();
+
+  if (endpoint.has_value()) {
+    std::vector<api::IPAllocationDetail>& details = endpoint->status->current.ips;
+    const bool same_pod = endpoint->status->current.uid == pod->metadata.uid;
+    const bool sts = options_.config.enable_stateful_set && owner.kind == "StatefulSet" &&
+                     endpoint->status->owner_controller_type == "StatefulSet";
+    auto has_nic = [&] {
+      return std::any_of(details.begin(), details.end(),
+                         [&](const api::IPAllocationDetail& d) { return d.interface_ == args.if_name; });
+    };
+    // Multi-NIC without names: later NICs were stored with interface "" (reference §2.2).
+    auto claim_unnamed = [&] {
+      if (has_nic()) return false;
+      for (api::IPAllocationDetail& d : details) {
+        if (d.interface_.empty()) {
+          d.interface_ = args.if_name;
+          return true;
+        }
+      }
+      return false;
+    };
+    if (same_pod || sts) {
+      const bool named_now = claim_unnamed();
+      if (has_nic()) {
+        // Same pod (a repeated ADD or a new sandbox) or a re-created StatefulSet pod: the
+        // records move to this UID / container; nothing new is allocated.
+        SP_RETURN_IF_ERROR(ReassignRecords(*endpoint, *pod, args.container_id, deadline));
+        if (!same_pod || named_now || endpoint->status->current.node != options_.node_name) {
+          SP_RETURN_IF_ERROR(WriteEndpoint(endpoint, *pod, owner, details));
+        }
+        return ToWire(details);
+      }
+    }
+    if (!same_pod && !sts) {
+      // The endpoint belongs to an earlier pod of this name: free what it still holds.
+      bool all = false;
+      SP_RETURN_IF_ERROR(ReleasePodRecords(PoolsOf(*endpoint), endpoint->status->current.uid, "",
+                                           deadline, &all));
+      SP_RETURN_IF_ERROR(DeleteEndpoint(*endpoint));
+      endpoint.reset();
+    }
+  }
+  return AllocateFresh(args, *pod, owner, endpoint, deadline);
+}
+
+absl::StatusOr<ipamapi::IpamAddResponse> IpamService::AllocateFresh(
+    const ipamapi::IpamAddArgs& args, const api::Pod& pod, const sp::PodOwner& owner,
+    const std::optional<api::SpiderEndpoint>& old, absl::Time deadline) {
+  SP_ASSIGN_OR_RETURN(sp::SelectionRequest req, BuildSelectionRequest(pod, owner, args));
+  const sp::SelectionConfig config{
+      .enable_ipv4 = options_.config.enable_ipv4,
+      .enable_ipv6 = options_.config.enable_ipv6,
+      .enable_spider_subnet = options_.config.enable_spider_subnet,
+      .enable_auto_pool_for_application = options_.config.enable_auto_pool_for_application,
+      .cluster_subnet_default_flexible_ip_number =
+          options_.config.cluster_subnet_default_flexible_ip_number,
+      .agent_namespace = options_.agent_namespace,
+      .multus_cluster_network = options_.multus_cluster_network};
+
+  // Auto pools (SpiderSubnet) are made by the controller; wait (bounded) until they exist.
+  const absl::Time wait_until =
+      std::min(deadline, clock_->Now() + absl::Seconds(options_.config.wait_auto_pool_seconds));
+  absl::StatusOr<sp::Selection> selection;
+  while (true) {
+    std::vector<std::shared_ptr<const api::SpiderIPPool>> keep;
+    selection = sp::SelectPools(req, config, PoolSnapshot(&keep));
+    if (selection.ok() || !absl::IsUnavailable(selection.status()) || clock_->Now() >= wait_until) {
+      break;
+    }
+    clock_->SleepUntil(std::min(wait_until, clock_->Now() + absl::Milliseconds(200)));
+  }
+  if (!selection.ok()) return selection.status();
+
+  SP_ASSIGN_OR_RETURN(std::vector<api::Route> custom_routes,
+                      sp::ParsePodRoutesAnnotation(pod.metadata.annotations));
+
+  const std::string pod_key = Key(pod.metadata.namespace_, pod.metadata.name);
+  std::vector<Taken> taken;
+  std::vector<sp::NicAllocation> nics;
+  absl::Status failed;
+  for (const sp::NicCandidates& nic : selection->nics) {
+    std::string if_name = nic.if_name;
+    if (selection->multiple_nic_no_name && if_name == "0") if_name = std::string(sp::kDefaultInterface);
+    sp::NicAllocation out{.if_name = nic.if_name, .clean_gateway = nic.clean_gateway};
+    const sp::AllocationRequest request{.pod = pod_key, .pod_uid = pod.metadata.uid,
+                                        .node = options_.node_name,
+                                        .container_id = args.container_id, .interface_ = if_name};
+    for (int version : {4, 6}) {
+      const std::vector<std::string>& pools = version == 4 ? nic.ipv4_pools : nic.ipv6_pools;
+      if (pools.empty()) continue;
+      absl::StatusOr<Taken> t = TakeOne(pools, version, request, deadline);
+      if (!t.ok()) {
+        failed = t.status();
+        break;
+      }
+      taken.push_back(*t);
+      (version == 4 ? out.ipv4 : out.ipv6) = t->family;
+    }
+    if (!failed.ok()) break;
+    nics.push_back(std::move(out));
+  }
+  if (failed.ok() && taken.empty()) {
+    failed = absl::FailedPreconditionError(base::StrCat(
+        "no IP family is enabled for pod ", pod_key, " NIC ", args.if_name,
+        " (enableIPv4/enableIPv6 and the candidate pools leave nothing to allocate)"));
+  }
+  if (!failed.ok()) {
+    Undo(taken, pod.metadata.uid, deadline);
+    return failed;
+  }
+  const sp::AllocationResult result =
+      sp::BuildAllocationResult(std::move(nics), custom_routes, selection->multiple_nic_no_name);
+  for (const api::Route& r : result.unattached_routes) {
+    SP_LOG(Warning).Msg("custom route matches no allocated subnet; dropped").KV("pod", pod_key)
+        .KV("dst", r.dst).KV("gw", r.gw);
+  }
+  std::vector<api::IPAllocationDetail> stored =
+      sp::EndpointDetails(result, selection->multiple_nic_no_name);
+  if (absl::Status s = WriteEndpoint(old, pod, owner, stored); !s.ok()) {
+    Undo(taken, pod.metadata.uid, deadline);
+    return s;
+  }
+  SP_LOG(Info).Msg("allocated").KV("pod", pod_key).KV("nic", args.if_name)
+      .KV("container", args.container_id).KV("ips", taken.size());
+  return ToWire(result.details);
+}
+
+// ---- DEL ------------------------------------------------------------------------------------
+
+absl::Status IpamService::Release(const ipamapi::IpamDelArgs& args, absl::Time deadline) {
+  const absl::Time start = clock_->Now();
+  absl::Status out = DoRelease(args, deadline);
+  if (metrics_.releases != nullptr) {
+    metrics_.releases->Inc();
+    if (!out.ok()) metrics_.release_failures->Inc();
+    metrics_.release_seconds->Observe(absl::ToDoubleSeconds(clock_->Now() - start));
+  }
+  if (!out.ok()) {
+    SP_LOG(Warning).Msg("IPAM DEL failed").KV("pod", Key(args.pod_namespace, args.pod_name))
+        .KV("container", args.container_id).KV("error", out.ToString());
+  }
+  return out;
+}
+
+absl::Status IpamService::DoRelease(const ipamapi::IpamDelArgs& args, absl::Time deadline) {
+  PodLock lock(this, Key(args.pod_namespace, args.pod_name));
+  SP_ASSIGN_OR_RETURN(std::optional<api::SpiderEndpoint> endpoint,
+                      FindEndpoint(args.pod_namespace, args.pod_name));
+  if (endpoint.has_value() && !endpoint->status.has_value()) endpoint.reset();
+  std::string uid = args.pod_uid;
+  if (uid.empty() && endpoint.has_value()) uid = endpoint->status->current.uid;
+  if (uid.empty()) {
+    // No UID from the runtime and no endpoint: the pod's current UID, if it still exists.
+    absl::StatusOr<api::Pod> pod = pods_.Get(args.pod_namespace, args.pod_name);
+    if (pod.ok()) uid = pod->metadata.uid;
+  }
+  if (uid.empty()) return absl::OkStatus();  // nothing of this pod is known anywhere
+
+  if (endpoint.has_value() && endpoint->status->current.uid == uid &&
+      options_.config.enable_stateful_set &&
+      endpoint->status->owner_controller_type == "StatefulSet") {
+    SP_ASSIGN_OR_RETURN(bool valid, ValidStatefulSetPod(args.pod_namespace, args.pod_name,
+                                                        endpoint->status->owner_controller_name));
+    if (valid) {
+      SP_LOG(Info).Msg("keeping the IPs of a StatefulSet pod").KV("pod", Key(args.pod_namespace, args.pod_name));
+      return absl::OkStatus();
+    }
+  }
+
+  std::vector<std::string> pools;
+  if (endpoint.has_value() && endpoint->status->current.uid == uid) {
+    pools = PoolsOf(*endpoint);
+  } else {
+    // No endpoint for this UID (the write failed, or it was deleted): look for records of the
+    // UID in every pool we know.
+    for (const auto& p : pool_informer_.store().List()) {
+      absl::StatusOr<api::PoolIPAllocations> recs = p->AllocatedIPs();
+      if (!recs.ok()) continue;
+      for (const auto& [ip, rec] : *recs) {
+        if (rec.pod_uid == uid) {
+          pools.push_back(p->metadata.name);
+          break;
+        }
+      }
+    }
+  }
+  bool all_released = true;
+  SP_RETURN_IF_ERROR(ReleasePodRecords(pools, uid, args.container_id, deadline, &all_released));
+  if (endpoint.has_value() && endpoint->status->current.uid == uid && all_released) {
+    SP_RETURN_IF_ERROR(DeleteEndpoint(*endpoint));
+  }
+  SP_LOG(Info).Msg("released").KV("pod", Key(args.pod_namespace, args.pod_name))
+      .KV("container", args.container_id).KV("pools", pools.size());
+  return absl::OkStatus();
+}
+
+}  // namespace spiderpool::agent::ipam

@@ -1,0 +1,181 @@
+#pragma once
+// The agent's IPAM request flow (reference §2.1, §2.5, §2.6, §2.10), on top of:
+//   - informer caches: this node's Pods, Namespaces, this Node, SpiderIPPools,
+//     SpiderReservedIPs, SpiderEndpoints (a cache miss falls back to one GET);
+//   - ipam/ (pure): candidate pools, the per-pool allocator, the result shape;
+//   - GroupCommitter: every pool write, batched with whatever else is queued for the pool.
+//
+// ADD (Allocate):
+//   1. the pod must exist, be on this node, match the UID the runtime gave, and be alive;
+//   2. an endpoint of this pod (same UID) already holding this NIC answers from the endpoint
+//      (a repeated ADD; a new sandbox of the same pod takes the records over);
+//   3. a StatefulSet pod re-created under the same name gets its old IPs back (records are
+//      re-assigned to the new UID) as long as its pools are still candidates;
+//   4. otherwise: candidate pools (ipam::SelectPools), one IP per NIC x family, each pool of
+//      a family tried in order; then the SpiderEndpoint is written.
+//   Any failure undoes what this request allocated: no partial allocation survives.
+// DEL (Release): the records of this pod UID *and this container* are removed from its pools
+//   (a late DEL of an old sandbox cannot free the IPs of the pod's new sandbox), then the
+//   endpoint goes. A StatefulSet pod whose StatefulSet still wants that ordinal keeps its IPs
+//   (the controller's GC decides later). Releasing nothing is success (DEL is idempotent).
+//
+// Requests for one pod are serialised; requests for different pods run in parallel.
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "agent/ipam/committer.h"
+#include "agent/ipam/config.h"
+#include "agent/ipam/server.h"
+#include "agent/ipamapi/ipamapi.h"
+#include "api/core.h"
+#include "api/spider.h"
+#include "base/clock.h"
+#include "ipam/pool.h"
+#include "ipam/result.h"
+#include "ipam/selection.h"
+#include "kube/informer/informer.h"
+#include "kube/metrics/metrics.h"
+#include "kube/rest/client.h"
+
+namespace spiderpool::agent::ipam {
+
+struct ServiceOptions {
+  std::string node_name;
+  // Namespace spiderpool runs in (bare multusName entries refer to it).
+  std::string agent_namespace = "kube-system";
+  std::optional<std::string> multus_cluster_network;
+  IPAMConfig config;
+  base::Clock* clock = nullptr;
+  kube::metrics::Registry* registry = nullptr;
+};
+
+// The working copy the committer hands to mutations.
+struct PoolBook {
+  ::spiderpool::ipam::PoolState state;
+  bool dirty = false;
+};
+
+class IpamService : public IpamBackend {
+ public:
+  IpamService(std::shared_ptr<kube::RestClient> rest, ServiceOptions options);
+  ~IpamService() override;  // Stop()
+
+  // Starts the informers; Ready() once every cache has synced.
+  void Start();
+  void Stop();
+  // Blocks until the caches are synced (or the timeout passes).
+  bool WaitForSync(absl::Duration timeout);
+
+  bool Ready() const override;
+  absl::StatusOr<ipamapi::IpamAddResponse> Allocate(const ipamapi::IpamAddArgs& args,
+                                                    absl::Time deadline) override;
+  absl::Status Release(const ipamapi::IpamDelArgs& args, absl::Time deadline) override;
+
+  CommitterStats committer_stats() const { return committer_.stats(); }
+
+ private:
+  class KubePoolStore : public PoolStore {
+   public:
+    explicit KubePoolStore(std::shared_ptr<kube::RestClient> rest) : pools_(std::move(rest)) {}
+    absl::StatusOr<api::SpiderIPPool> Get(const std::string& name) override;
+    absl::StatusOr<api::SpiderIPPool> UpdateStatus(const api::SpiderIPPool& pool) override;
+
+   private:
+    kube::Client<api::SpiderIPPool> pools_;
+  };
+
+  // One IP taken by this request (for undo).
+  struct Taken {
+    std::string pool;
+    base::IPAddress ip;
+    ::spiderpool::ipam::FamilyAllocation family;  // prefix, gateway, routes for the result
+  };
+
+  class PodLock;
+
+  absl::StatusOr<std::shared_ptr<const api::Pod>> LivePod(const std::string& ns,
+                                                          const std::string& name,
+                                                          const std::string& uid);
+  absl::StatusOr<::spiderpool::ipam::PodOwner> ResolveOwner(const api::Pod& pod);
+  absl::StatusOr<std::optional<api::SpiderEndpoint>> FindEndpoint(const std::string& ns,
+                                                                   const std::string& name);
+  absl::StatusOr<::spiderpool::ipam::SelectionRequest> BuildSelectionRequest(
+      const api::Pod& pod, const ::spiderpool::ipam::PodOwner& owner,
+      const ipamapi::IpamAddArgs& args);
+  std::vector<const api::SpiderIPPool*> PoolSnapshot(
+      std::vector<std::shared_ptr<const api::SpiderIPPool>>* keep) const;
+  std::vector<base::IPRange> ReservedRanges() const;
+
+  // Takes one IP for `nic`/`family` from the first candidate pool that has one.
+  absl::StatusOr<Taken> TakeOne(const std::vector<std::string>& pools, int ip_version,
+                                const ::spiderpool::ipam::AllocationRequest& request,
+                                absl::Time deadline);
+  // Best-effort undo of `taken` (records of `uid` on those IPs).
+  void Undo(const std::vector<Taken>& taken, const std::string& uid, absl::Time deadline);
+  absl::Status ReleasePodRecords(const std::vector<std::string>& pools, const std::string& uid,
+                                 const std::string& container_id, absl::Time deadline,
+                                 bool* all_released);
+  absl::Status ReassignRecords(const api::SpiderEndpoint& endpoint, const api::Pod& pod,
+                               const std::string& container_id, absl::Time deadline);
+
+  absl::StatusOr<ipamapi::IpamAddResponse> DoAllocate(const ipamapi::IpamAddArgs& args,
+                                                      absl::Time deadline);
+  absl::Status DoRelease(const ipamapi::IpamDelArgs& args, absl::Time deadline);
+  void RegisterMetrics(kube::metrics::Registry& registry);
+
+  absl::StatusOr<ipamapi::IpamAddResponse> AllocateFresh(
+      const ipamapi::IpamAddArgs& args, const api::Pod& pod,
+      const ::spiderpool::ipam::PodOwner& owner, const std::optional<api::SpiderEndpoint>& old,
+      absl::Time deadline);
+  absl::Status WriteEndpoint(const std::optional<api::SpiderEndpoint>& old, const api::Pod& pod,
+                             const ::spiderpool::ipam::PodOwner& owner,
+                             std::vector<api::IPAllocationDetail> details);
+  absl::Status DeleteEndpoint(const api::SpiderEndpoint& endpoint);
+  // A StatefulSet pod whose StatefulSet still wants its ordinal (reference §2.6).
+  absl::StatusOr<bool> ValidStatefulSetPod(const std::string& ns, const std::string& pod_name,
+                                           const std::string& sts_name);
+  ipamapi::IpamAddResponse ToWire(const std::vector<api::IPAllocationDetail>& details) const;
+  std::vector<std::string> PoolsOf(const api::SpiderEndpoint& endpoint) const;
+
+  std::shared_ptr<kube::RestClient> rest_;
+  ServiceOptions options_;
+  base::Clock* clock_;
+  KubePoolStore pool_store_;
+  GroupCommitter<PoolBook> committer_;
+  kube::Client<api::Pod> pods_;
+  kube::Client<api::SpiderEndpoint> endpoints_;
+
+  kube::Informer<api::Pod> pod_informer_;
+  kube::Informer<api::Namespace> namespace_informer_;
+  kube::Informer<api::Node> node_informer_;
+  kube::Informer<api::SpiderIPPool> pool_informer_;
+  kube::Informer<api::SpiderReservedIP> reserved_informer_;
+  kube::Informer<api::SpiderEndpoint> endpoint_informer_;
+  std::vector<std::jthread> threads_;
+
+  struct Metrics {
+    kube::metrics::Counter* allocations = nullptr;
+    kube::metrics::Counter* allocation_failures = nullptr;
+    kube::metrics::Histogram* allocation_seconds = nullptr;
+    kube::metrics::Counter* releases = nullptr;
+    kube::metrics::Counter* release_failures = nullptr;
+    kube::metrics::Histogram* release_seconds = nullptr;
+  } metrics_;
+  kube::metrics::Registry* registry_ = nullptr;
+  kube::metrics::Registry::HookId collect_hook_ = 0;
+
+  absl::Mutex locks_mu_;
+  std::map<std::string, std::pair<std::unique_ptr<absl::Mutex>, int>> pod_locks_
+      ABSL_GUARDED_BY(locks_mu_);
+};
+
+}  // namespace spiderpool::agent::ipam

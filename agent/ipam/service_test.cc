@@ -1,0 +1,383 @@
+// IpamService against the loopback API server (or a real cluster through
+// SPIDERPOOL_TEST_KUBECONFIG): the whole request flow without the network parts — pods,
+// pools, records, SpiderEndpoints, several agents at once, failures that must leave nothing.
+#include "agent/ipam/service.h"
+
+#include <set>
+#include <thread>
+
+#include "base/strings.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "api/apps.h"
+#include "kube/testing/test_cluster.h"
+
+namespace spiderpool::agent::ipam {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kCrdDir[] = "charts/spiderpool/crds";
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto c = kube::testing::TestCluster::Start();
+    ASSERT_TRUE(c.ok()) << c.status();
+    cluster_ = std::move(*c);
+    ASSERT_TRUE(cluster_->ApplyCRDs(kCrdDir).ok());
+    ns_ = cluster_->ns();
+    for (const char* n : {"a", "b"}) {
+      api::Node node;
+      node.metadata.name = Node(n);
+      node.metadata.labels["zone"] = n;
+      ASSERT_TRUE(kube::Client<api::Node>(cluster_->rest()).Create(node).ok());
+    }
+  }
+
+  void TearDown() override {
+    services_.clear();
+    if (cluster_ == nullptr) return;
+    if (cluster_->loopback() != nullptr) cluster_->loopback()->ClearFaults();
+    kube::Client<api::SpiderIPPool> pools(cluster_->rest());
+    for (const std::string& p : pools_) (void)pools.Delete("", p);
+    for (const char* n : {"a", "b"}) (void)kube::Client<api::Node>(cluster_->rest()).Delete("", Node(n));
+  }
+
+  std::string Node(std::string_view n) const { return base::StrCat(ns_, "-node-", n); }
+  std::string Pool(std::string_view n) const { return base::StrCat(ns_, "-", n); }
+
+  void CreatePool(std::string_view name, std::string subnet, std::vector<std::string> ips,
+                  std::function<void(api::SpiderIPPool&)> edit = nullptr) {
+    api::SpiderIPPool pool;
+    pool.metadata.name = Pool(name);
+    pool.spec.subnet = std::move(subnet);
+    pool.spec.ips = std::move(ips);
+    if (edit) edit(pool);
+    auto created = kube::Client<api::SpiderIPPool>(cluster_->rest()).Create(pool);
+    ASSERT_TRUE(created.ok()) << created.status();
+    pools_.push_back(pool.metadata.name);
+  }
+
+  api::Pod CreatePod(std::string_view name, std::string_view node,
+                     std::map<std::string, std::string> annotations = {}) {
+    api::Pod pod;
+    pod.metadata.name = std::string(name);
+    pod.metadata.namespace_ = ns_;
+    pod.metadata.annotations = std::move(annotations);
+    pod.spec.node_name = Node(node);
+    pod.spec.containers.push_back({.name = "c", .image = "busybox"});
+    auto created = kube::Client<api::Pod>(cluster_->rest()).Create(pod);
+    EXPECT_TRUE(created.ok()) << created.status();
+    return created.ok() ? *created : pod;
+  }
+
+  IpamService& Agent(std::string_view node, IPAMConfig config = {}) {
+    auto rest = cluster_->NewRest();
+    EXPECT_TRUE(rest.ok());
+    auto s = std::make_unique<IpamService>(
+        *rest, ServiceOptions{.node_name = Node(node), .config = config});
+    s->Start();
+    EXPECT_TRUE(s->WaitForSync(absl::Seconds(30)));
+    services_.push_back(std::move(s));
+    return *services_.back();
+  }
+
+  ipamapi::IpamAddArgs Add(const api::Pod& pod, std::string container = "c1",
+                           std::string if_name = "eth0") {
+    return {.container_id = std::move(container), .if_name = std::move(if_name),
+            .net_namespace = "/var/run/netns/x", .pod_namespace = pod.metadata.namespace_,
+            .pod_name = pod.metadata.name, .pod_uid = pod.metadata.uid};
+  }
+  ipamapi::IpamDelArgs Del(const api::Pod& pod, std::string container = "c1") {
+    return {.container_id = std::move(container), .if_name = "eth0",
+            .pod_namespace = pod.metadata.namespace_, .pod_name = pod.metadata.name,
+            .pod_uid = pod.metadata.uid};
+  }
+
+  api::PoolIPAllocations Records(std::string_view pool) {
+    auto p = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", Pool(pool));
+    EXPECT_TRUE(p.ok()) << p.status();
+    if (!p.ok()) return {};
+    auto recs = p->AllocatedIPs();
+    EXPECT_TRUE(recs.ok());
+    EXPECT_EQ(p->status.allocated_ip_count.value_or(0), static_cast<int64_t>(recs->size()))
+        << "allocatedIPCount must equal the number of records";
+    return *recs;
+  }
+
+  absl::StatusOr<api::SpiderEndpoint> Endpoint(std::string_view pod) {
+    return kube::Client<api::SpiderEndpoint>(cluster_->rest()).Get(ns_, pod);
+  }
+
+  absl::Time Deadline() const { return absl::Now() + absl::Seconds(30); }
+
+  std::unique_ptr<kube::testing::TestCluster> cluster_;
+  std::string ns_;
+  std::vector<std::string> pools_;
+  std::vector<std::unique_ptr<IpamService>> services_;
+};
+
+TEST_F(ServiceTest, AllocatesFromTheDefaultPoolAndReleasesOnDel) {
+  CreatePool("v4", "172.18.0.0/16", {"172.18.30.131-172.18.30.140"}, [](api::SpiderIPPool& p) {
+    p.spec.gateway = "172.18.0.1";
+    p.spec.default_ = true;
+  });
+  IpamService& agent = Agent("a");
+  api::Pod pod = CreatePod("p1", "a");
+  auto r = agent.Allocate(Add(pod), Deadline());
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->ips.size(), 1u);
+  EXPECT_EQ(r->ips[0].address, "172.18.30.131/16");
+  EXPECT_EQ(r->ips[0].gateway, "172.18.0.1");
+  EXPECT_EQ(r->ips[0].nic, "eth0");
+  EXPECT_EQ(r->ips[0].ip_pool, Pool("v4"));
+  ASSERT_EQ(r->routes.size(), 1u);
+  EXPECT_EQ(r->routes[0].dst, "0.0.0.0/0");
+  EXPECT_EQ(r->routes[0].gw, "172.18.0.1");
+
+  api::PoolIPAllocations recs = Records("v4");
+  ASSERT_EQ(recs.size(), 1u);
+  const api::PoolIPAllocation& rec = recs.at("172.18.30.131");
+  EXPECT_EQ(rec.pod, ns_ + "/p1");
+  EXPECT_EQ(rec.pod_uid, pod.metadata.uid);
+  auto ep = Endpoint("p1");
+  ASSERT_TRUE(ep.ok()) << ep.status();
+  EXPECT_EQ(ep->status->current.uid, pod.metadata.uid);
+  EXPECT_EQ(ep->status->current.node, Node("a"));
+  ASSERT_EQ(ep->status->current.ips.size(), 1u);
+  EXPECT_EQ(ep->status->current.ips[0].ipv4.value_or(""), "172.18.30.131/16");
+  EXPECT_THAT(ep->metadata.finalizers, ::testing::Contains("spiderpool.spidernet.io"));
+
+  // A repeated ADD of the same container: same answer, no new record.
+  auto again = agent.Allocate(Add(pod), Deadline());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, *r);
+  EXPECT_EQ(Records("v4").size(), 1u);
+
+  ASSERT_TRUE(agent.Release(Del(pod), Deadline()).ok());
+  EXPECT_TRUE(Records("v4").empty());
+  EXPECT_TRUE(kube::IsNotFound(Endpoint("p1").status()));
+  // DEL is idempotent.
+  EXPECT_TRUE(agent.Release(Del(pod), Deadline()).ok());
+}
+
+TEST_F(ServiceTest, ALateDelOfAnOldSandboxDoesNotFreeTheNewOne) {
+  CreatePool("v4", "10.20.0.0/24", {"10.20.0.10-10.20.0.20"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
+  IpamService& agent = Agent("a");
+  api::Pod pod = CreatePod("p1", "a");
+  auto first = agent.Allocate(Add(pod, "sandbox-1"), Deadline());
+  ASSERT_TRUE(first.ok()) << first.status();
+  // The runtime made a new sandbox before tearing down the old one.
+  auto second = agent.Allocate(Add(pod, "sandbox-2"), Deadline());
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->ips[0].address, first->ips[0].address);
+  ASSERT_TRUE(agent.Release(Del(pod, "sandbox-1"), Deadline()).ok());
+  api::PoolIPAllocations recs = Records("v4");
+  ASSERT_EQ(recs.size(), 1u) << "the DEL of the old sandbox freed the new sandbox's IP";
+  EXPECT_EQ(recs.begin()->second.container_id.value_or(""), "sandbox-2");
+  ASSERT_TRUE(agent.Release(Del(pod, "sandbox-2"), Deadline()).ok());
+  EXPECT_TRUE(Records("v4").empty());
+}
+
+TEST_F(ServiceTest, RejectsUnknownPodsAndPodsOfOtherNodes) {
+  CreatePool("v4", "10.20.0.0/24", {"10.20.0.10-10.20.0.20"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
+  IpamService& agent = Agent("a");
+  api::Pod other = CreatePod("elsewhere", "b");
+  auto r = agent.Allocate(Add(other), Deadline());
+  EXPECT_TRUE(absl::IsNotFound(r.status())) << r.status();
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("not on this node"));
+
+  api::Pod ghost = other;
+  ghost.metadata.name = "ghost";
+  r = agent.Allocate(Add(ghost), Deadline());
+  EXPECT_TRUE(absl::IsNotFound(r.status())) << r.status();
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("ghost"));
+
+  api::Pod stale = CreatePod("stale", "a");
+  stale.metadata.uid = "not-the-uid";
+  r = agent.Allocate(Add(stale), Deadline());
+  EXPECT_TRUE(absl::IsNotFound(r.status())) << r.status();
+  EXPECT_TRUE(Records("v4").empty());
+}
+
+TEST_F(ServiceTest, ExhaustedPoolNamesThePoolsAndDualStackFailureLeavesNothing) {
+  CreatePool("v4", "10.20.0.0/24", {"10.20.0.10-10.20.0.11"});
+  CreatePool("v6", "fd00:20::/64", {"fd00:20::10"});
+  IPAMConfig config;
+  config.enable_ipv6 = true;
+  IpamService& agent = Agent("a", config);
+  const std::string anno = base::StrCat(R"({"ipv4":[")", Pool("v4"), R"("],"ipv6":[")", Pool("v6"), R"("]})");
+  api::Pod p1 = CreatePod("p1", "a", {{"ipam.spidernet.io/ippool", anno}});
+  auto r1 = agent.Allocate(Add(p1), Deadline());
+  ASSERT_TRUE(r1.ok()) << r1.status();
+  EXPECT_EQ(r1->ips.size(), 2u);
+  // p2 gets the second IPv4 but no IPv6: nothing may remain allocated to it.
+  api::Pod p2 = CreatePod("p2", "a", {{"ipam.spidernet.io/ippool", anno}});
+  auto r2 = agent.Allocate(Add(p2), Deadline());
+  ASSERT_FALSE(r2.ok());
+  EXPECT_TRUE(absl::IsResourceExhausted(r2.status())) << r2.status();
+  EXPECT_THAT(std::string(r2.status().message()), HasSubstr(Pool("v6")));
+  EXPECT_EQ(Records("v4").size(), 1u) << "the IPv4 half of a failed dual-stack ADD leaked";
+  EXPECT_EQ(Records("v6").size(), 1u);
+  EXPECT_TRUE(kube::IsNotFound(Endpoint("p2").status()));
+}
+
+TEST_F(ServiceTest, FallsBackThroughThePoolListAndHonoursNodeAffinity) {
+  CreatePool("full", "10.21.0.0/24", {"10.21.0.1"});
+  CreatePool("next", "10.22.0.0/24", {"10.22.0.1-10.22.0.5"});
+  CreatePool("zone-b", "10.23.0.0/24", {"10.23.0.1-10.23.0.5"}, [](api::SpiderIPPool& p) {
+    p.spec.node_affinity = api::LabelSelector{.match_labels = {{"zone", "b"}}};
+  });
+  IpamService& agent = Agent("a");
+  const std::string anno = base::StrCat(R"({"ipv4":[")", Pool("zone-b"), R"(",")", Pool("full"),
+                                        R"(",")", Pool("next"), R"("]})");
+  api::Pod p1 = CreatePod("p1", "a", {{"ipam.spidernet.io/ippool", anno}});
+  api::Pod p2 = CreatePod("p2", "a", {{"ipam.spidernet.io/ippool", anno}});
+  auto r1 = agent.Allocate(Add(p1), Deadline());
+  ASSERT_TRUE(r1.ok()) << r1.status();
+  EXPECT_EQ(r1->ips[0].ip_pool, Pool("full"));
+  auto r2 = agent.Allocate(Add(p2), Deadline());
+  ASSERT_TRUE(r2.ok()) << r2.status();
+  EXPECT_EQ(r2->ips[0].ip_pool, Pool("next"));
+  EXPECT_TRUE(Records("zone-b").empty());
+}
+
+TEST_F(ServiceTest, MultiNICAnnotationAllocatesEveryNICOnTheFirstAdd) {
+  CreatePool("eth0", "10.30.0.0/24", {"10.30.0.1-10.30.0.9"}, [](api::SpiderIPPool& p) { p.spec.gateway = "10.30.0.254"; });
+  CreatePool("net1", "10.31.0.0/24", {"10.31.0.1-10.31.0.9"}, [](api::SpiderIPPool& p) { p.spec.gateway = "10.31.0.254"; });
+  IpamService& agent = Agent("a");
+  const std::string anno = base::StrCat(R"([{"interface":"eth0","ipv4":[")", Pool("eth0"),
+                                        R"("]},{"interface":"net1","ipv4":[")", Pool("net1"),
+                                        R"("],"cleangateway":true}])");
+  api::Pod pod = CreatePod("p1", "a", {{"ipam.spidernet.io/ippools", anno}});
+  auto r = agent.Allocate(Add(pod, "c1", "eth0"), Deadline());
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->ips.size(), 2u);
+  EXPECT_EQ(Records("net1").size(), 1u);
+  // The second NIC's ADD is answered from the endpoint: same IPs, no new record.
+  auto r2 = agent.Allocate(Add(pod, "c1", "net1"), Deadline());
+  ASSERT_TRUE(r2.ok()) << r2.status();
+  EXPECT_EQ(r2->ips, r->ips);
+  EXPECT_EQ(Records("net1").size(), 1u);
+  // cleangateway: no default route on net1.
+  for (const auto& route : r->routes) {
+    if (route.if_name == "net1") {
+      EXPECT_NE(route.dst, "0.0.0.0/0");
+    }
+  }
+  ASSERT_TRUE(agent.Release(Del(pod), Deadline()).ok());
+  EXPECT_TRUE(Records("eth0").empty());
+  EXPECT_TRUE(Records("net1").empty());
+}
+
+TEST_F(ServiceTest, ManyAgentsAllocateInParallelWithoutDuplicates) {
+  CreatePool("shared", "10.40.0.0/24", {"10.40.0.1-10.40.0.40"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
+  IpamService& a = Agent("a");
+  IpamService& b = Agent("b");
+  constexpr int kPerNode = 20;
+  std::vector<api::Pod> pods;
+  for (int i = 0; i < kPerNode; ++i) {
+    pods.push_back(CreatePod(base::StrCat("a-", i), "a"));
+    pods.push_back(CreatePod(base::StrCat("b-", i), "b"));
+  }
+  std::vector<absl::StatusOr<ipamapi::IpamAddResponse>> results(pods.size(), absl::UnknownError(""));
+  {
+    std::vector<std::jthread> threads;
+    for (size_t i = 0; i < pods.size(); ++i) {
+      threads.emplace_back([&, i] { results[i] = (i % 2 == 0 ? a : b).Allocate(Add(pods[i]), Deadline()); });
+    }
+  }
+  std::set<std::string> ips;
+  for (auto& r : results) {
+    ASSERT_TRUE(r.ok()) << r.status();
+    ips.insert(r->ips[0].address);
+  }
+  EXPECT_EQ(ips.size(), pods.size()) << "duplicate IP handed out";
+  EXPECT_EQ(Records("shared").size(), pods.size());
+  // The pool is now full: one more pod fails with a message naming it, and leaves nothing.
+  api::Pod extra = CreatePod("extra", "a");
+  auto r = a.Allocate(Add(extra), Deadline());
+  EXPECT_TRUE(absl::IsResourceExhausted(r.status())) << r.status();
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr(Pool("shared")));
+  EXPECT_EQ(Records("shared").size(), pods.size());
+}
+
+TEST_F(ServiceTest, StatefulSetPodGetsItsIPBackWhenRecreated) {
+  CreatePool("v4", "10.60.0.0/24", {"10.60.0.1-10.60.0.9"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
+  IpamService& agent = Agent("a");
+  kube::Client<api::StatefulSet> statefulsets(cluster_->rest());
+  api::StatefulSet sts;
+  sts.metadata.name = "web";
+  sts.metadata.namespace_ = ns_;
+  sts.spec.replicas = 2;
+  auto created = statefulsets.Create(sts);
+  ASSERT_TRUE(created.ok()) << created.status();
+  auto sts_pod = [&](std::string name) {
+    api::Pod pod;
+    pod.metadata.name = std::move(name);
+    pod.metadata.namespace_ = ns_;
+    pod.metadata.owner_references.push_back(api::MakeOwnerReference(*created));
+    pod.spec.node_name = Node("a");
+    pod.spec.containers.push_back({.name = "c", .image = "busybox"});
+    auto p = kube::Client<api::Pod>(cluster_->rest()).Create(pod);
+    EXPECT_TRUE(p.ok()) << p.status();
+    return *p;
+  };
+  // Another pod takes the lowest IP first, so "web-1" does not get it by luck later.
+  api::Pod other = CreatePod("other", "a");
+  ASSERT_TRUE(agent.Allocate(Add(other), Deadline()).ok());
+  api::Pod web1 = sts_pod("web-1");
+  auto first = agent.Allocate(Add(web1), Deadline());
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->ips[0].address, "10.60.0.2/24");
+  // The pod is deleted (a rolling restart): its DEL keeps the IP, the StatefulSet wants it.
+  ASSERT_TRUE(agent.Release(Del(web1), Deadline()).ok());
+  ASSERT_EQ(Records("v4").size(), 2u);
+  ASSERT_TRUE(kube::Client<api::Pod>(cluster_->rest()).Delete(ns_, "web-1").ok());
+  // Meanwhile "other" is gone and a new pod could take the lowest IP...
+  ASSERT_TRUE(agent.Release(Del(other), Deadline()).ok());
+  // ...but the re-created web-1 (new UID) gets 10.60.0.2 back.
+  api::Pod again = sts_pod("web-1");
+  ASSERT_NE(again.metadata.uid, web1.metadata.uid);
+  auto second = agent.Allocate(Add(again, "c2"), Deadline());
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->ips[0].address, "10.60.0.2/24");
+  api::PoolIPAllocations recs = Records("v4");
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(recs.at("10.60.0.2").pod_uid, again.metadata.uid);
+  auto ep = Endpoint("web-1");
+  ASSERT_TRUE(ep.ok());
+  EXPECT_EQ(ep->status->current.uid, again.metadata.uid);
+  EXPECT_TRUE(ep->metadata.owner_references.empty()) << "StatefulSet endpoints outlive their pod";
+
+  // Scaled down below its ordinal: now the DEL frees the IP.
+  auto cur = statefulsets.Get(ns_, "web");
+  ASSERT_TRUE(cur.ok());
+  cur->spec.replicas = 1;
+  ASSERT_TRUE(statefulsets.Update(*cur).ok());
+  ASSERT_TRUE(agent.Release(Del(again, "c2"), Deadline()).ok());
+  EXPECT_TRUE(Records("v4").empty());
+  EXPECT_TRUE(kube::IsNotFound(Endpoint("web-1").status()));
+}
+
+TEST_F(ServiceTest, ApiServerFaultsDuringAddLoseNothing) {
+  if (cluster_->loopback() == nullptr) GTEST_SKIP() << "needs fault injection";
+  CreatePool("v4", "10.50.0.0/24", {"10.50.0.1-10.50.0.9"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
+  IpamService& agent = Agent("a");
+  api::Pod pod = CreatePod("p1", "a");
+  // The endpoint cannot be written: the ADD fails and its pool record is undone.
+  cluster_->loopback()->FailNext(1, 422, {.verb = "create", .resource = "spiderendpoints"});
+  auto r = agent.Allocate(Add(pod), Deadline());
+  EXPECT_FALSE(r.ok());
+  EXPECT_TRUE(Records("v4").empty()) << "a failed ADD left a record";
+  // Conflicts and throttling on the pool are retried.
+  cluster_->loopback()->FailNext(2, 409, {.verb = "update", .resource = "spiderippools/status"});
+  cluster_->loopback()->FailNext(1, 429, {.verb = "update", .resource = "spiderippools/status"});
+  r = agent.Allocate(Add(pod), Deadline());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(Records("v4").size(), 1u);
+}
+
+}  // namespace
+}  // namespace spiderpool::agent::ipam

@@ -1,0 +1,168 @@
+// spiderpool-agent: the per-node daemon. Today it serves IPAM to the `spiderpool` CNI plugin
+// over a unix socket (agent/ipam) and exposes /healthz /readyz /metrics (and upstream's
+// /v1/runtime/{liveness,readiness,startup}).
+//
+//   spiderpool-agent --node-name=NODE [--kubeconfig=PATH] [--config=conf.yml]
+//                    [--socket=/var/run/spidernet/spiderpool.sock] [--health-port=5710]
+//
+// The node name also comes from $SPIDERPOOL_NODE_NAME (the DaemonSet's downward API), the
+// kubeconfig from $KUBECONFIG or the pod's service account. Stops on SIGTERM/SIGINT: the socket
+// is removed first, requests in flight finish.
+
+#include <malloc.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "agent/ipam/config.h"
+#include "agent/ipam/server.h"
+#include "agent/ipam/service.h"
+#include "base/log.h"
+#include "kube/health/health.h"
+#include "kube/metrics/metrics.h"
+#include "kube/rest/config.h"
+#include "kube/rest/rest_client.h"
+
+ABSL_FLAG(std::string, node_name, "", "this node's name (default: $SPIDERPOOL_NODE_NAME)");
+ABSL_FLAG(std::string, kubeconfig, "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)");
+ABSL_FLAG(std::string, config, "", "conf.yml of ConfigMap spiderpool-conf (default: built-in defaults)");
+ABSL_FLAG(std::string, socket, "", "IPAM unix socket (default: ipamUnixSocketPath of conf.yml)");
+ABSL_FLAG(std::string, agent_namespace, "", "namespace spiderpool runs in (default: $SPIDERPOOL_POD_NAMESPACE or kube-system)");
+ABSL_FLAG(std::string, multus_cluster_network, "", "multus cluster network NAD (ns/name) for eth0");
+ABSL_FLAG(int, health_port, 5710, "health and metrics HTTP port (0 = any, -1 = off)");
+ABSL_FLAG(double, qps, 50, "API client QPS");
+ABSL_FLAG(int, burst, 100, "API client burst");
+
+namespace {
+
+using namespace spiderpool;
+
+std::string EnvOr(const char* name, std::string fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::string(v) : fallback;
+}
+
+// Kubernetes-style --node-name is accepted for absl's --node_name.
+std::vector<char*> NormalizeFlags(int argc, char** argv, std::vector<std::string>* storage) {
+  storage->reserve(argc);
+  std::vector<char*> out;
+  for (int i = 0; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (i > 0 && arg.rfind("--", 0) == 0) {
+      const size_t end = std::min(arg.find('='), arg.size());
+      for (size_t k = 2; k < end; ++k) {
+        if (arg[k] == '-') arg[k] = '_';
+      }
+    }
+    storage->push_back(std::move(arg));
+    out.push_back(storage->back().data());
+  }
+  return out;
+}
+
+int Fail(std::string_view what, const absl::Status& s) {
+  std::cerr << "spiderpool-agent: " << what << ": " << s << "\n";
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Few arenas: the agent is small and long-lived; per-thread arenas only grow its RSS.
+  mallopt(M_ARENA_MAX, 2);
+  absl::SetProgramUsageMessage("spiderpool-agent: per-node IPAM for Spiderpool");
+  std::vector<std::string> storage;
+  std::vector<char*> args = NormalizeFlags(argc, argv, &storage);
+  absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
+
+  const std::string node = absl::GetFlag(FLAGS_node_name).empty()
+                               ? EnvOr("SPIDERPOOL_NODE_NAME", "")
+                               : absl::GetFlag(FLAGS_node_name);
+  if (node.empty()) {
+    std::cerr << "spiderpool-agent: --node-name (or $SPIDERPOOL_NODE_NAME) is required\n";
+    return 2;
+  }
+
+  agent::ipam::IPAMConfig ipam_config;
+  if (const std::string path = absl::GetFlag(FLAGS_config); !path.empty()) {
+    std::ifstream in(path);
+    if (!in) return Fail("reading --config", absl::NotFoundError(path + ": cannot open"));
+    std::stringstream text;
+    text << in.rdbuf();
+    absl::StatusOr<agent::ipam::IPAMConfig> parsed = agent::ipam::ParseIPAMConfig(text.str());
+    if (!parsed.ok()) return Fail(path, parsed.status());
+    ipam_config = *std::move(parsed);
+  }
+  if (!absl::GetFlag(FLAGS_socket).empty()) ipam_config.ipam_unix_socket_path = absl::GetFlag(FLAGS_socket);
+
+  absl::StatusOr<kube::Config> config = absl::GetFlag(FLAGS_kubeconfig).empty()
+                                            ? kube::ConfigFromEnvOrDefault()
+                                            : kube::LoadKubeconfig(absl::GetFlag(FLAGS_kubeconfig));
+  if (!config.ok()) return Fail("kubeconfig", config.status());
+  config->qps = absl::GetFlag(FLAGS_qps);
+  config->burst = absl::GetFlag(FLAGS_burst);
+  config->user_agent = "spiderpool-agent/" + node;
+  absl::StatusOr<std::shared_ptr<kube::RestClient>> rest = kube::RestClient::Create(*config);
+  if (!rest.ok()) return Fail("API client", rest.status());
+
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+
+  agent::ipam::ServiceOptions options{
+      .node_name = node,
+      .agent_namespace = absl::GetFlag(FLAGS_agent_namespace).empty()
+                             ? EnvOr("SPIDERPOOL_POD_NAMESPACE", "kube-system")
+                             : absl::GetFlag(FLAGS_agent_namespace),
+      .config = ipam_config,
+      .registry = &kube::metrics::Registry::Default()};
+  if (!absl::GetFlag(FLAGS_multus_cluster_network).empty()) {
+    options.multus_cluster_network = absl::GetFlag(FLAGS_multus_cluster_network);
+  }
+  agent::ipam::IpamService service(*rest, options);
+  service.Start();
+
+  std::unique_ptr<kube::health::Server> health;
+  if (absl::GetFlag(FLAGS_health_port) >= 0) {
+    health = std::make_unique<kube::health::Server>(
+        kube::health::ServerOptions{.port = absl::GetFlag(FLAGS_health_port)});
+    (void)health->AddReadyzCheck("ipam-caches", [&service]() {
+      return service.Ready() ? absl::OkStatus() : absl::UnavailableError("caches not synced");
+    });
+    (void)health->AddAlias("/v1/runtime/liveness", kube::health::Probe::kLiveness);
+    (void)health->AddAlias("/v1/runtime/readiness", kube::health::Probe::kReadiness);
+    (void)health->AddAlias("/v1/runtime/startup", kube::health::Probe::kReadiness);
+    if (absl::Status s = health->Start(); !s.ok()) return Fail("health server", s);
+  }
+
+  // Serve the socket right away: until the caches sync, IPAM calls get 503 (CNI "try again").
+  absl::StatusOr<std::unique_ptr<agent::ipam::IpamServer>> server = agent::ipam::IpamServer::Start(
+      {.socket_path = ipam_config.ipam_unix_socket_path,
+       .max_in_flight = static_cast<int>(ipam_config.max_pending_requests),
+       .request_timeout = ipam_config.request_timeout()},
+      &service);
+  if (!server.ok()) return Fail("IPAM socket", server.status());
+  std::cout << "socket=" << ipam_config.ipam_unix_socket_path << "\n";
+  if (health) std::cout << "health_port=" << health->port() << "\n";
+  std::cout.flush();
+  SP_LOG(Info).Msg("spiderpool-agent started").KV("node", node)
+      .KV("socket", ipam_config.ipam_unix_socket_path);
+
+  int sig = 0;
+  sigwait(&set, &sig);
+  SP_LOG(Info).Msg("stopping").KV("signal", sig);
+  (*server)->Stop();
+  if (health) health->Stop();
+  service.Stop();
+  return 0;
+}

@@ -1,0 +1,318 @@
+// IPAM end to end on a "node": the real macvlan plugin from /usr/lib/cni execs our `spiderpool`
+// IPAM plugin, which asks a real spiderpool-agent process over its unix socket; the agent
+// allocates from a SpiderIPPool on the loopback API server (or a real cluster through
+// SPIDERPOOL_TEST_KUBECONFIG). Pods are network namespaces; we look inside them with `ip`.
+// Root only (CI runs as root); skipped with a reason elsewhere.
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <set>
+#include <thread>
+
+#include <httplib.h>
+
+#include "base/strings.h"
+#include "api/core.h"
+#include "api/spider.h"
+#include "e2e/node/node_env.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kube/rest/client.h"
+#include "kube/testing/test_cluster.h"
+
+namespace spiderpool::e2e {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+
+constexpr char kCrdDir[] = "charts/spiderpool/crds";
+constexpr char kNad[] = "kube-system/macvlan-conf";
+
+class IpamNodeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::string why = NodeTestSkipReason(); !why.empty()) GTEST_SKIP() << why;
+    auto c = kube::testing::TestCluster::Start();
+    ASSERT_TRUE(c.ok()) << c.status();
+    cluster_ = std::move(*c);
+    ASSERT_TRUE(cluster_->ApplyCRDs(kCrdDir).ok());
+    ns_ = cluster_->ns();
+    char dir[] = "/tmp/sp-node-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir), nullptr);
+    tmp_ = dir;
+    if (cluster_->loopback() != nullptr) {
+      kubeconfig_ = tmp_ + "/kubeconfig";
+      ASSERT_TRUE(cluster_->loopback()->WriteKubeconfig(kubeconfig_).ok());
+    } else {
+      kubeconfig_ = std::getenv(kube::testing::kTestKubeconfigEnv);
+    }
+    auto net = Network::Create();
+    ASSERT_TRUE(net.ok()) << net.status();
+    net_ = std::move(*net);
+    for (const char* n : {"a", "b"}) {
+      ASSERT_TRUE(net_->AddNode(n).ok());
+      api::Node node;
+      node.metadata.name = NodeName(n);
+      ASSERT_TRUE(kube::Client<api::Node>(cluster_->rest()).Create(node).ok());
+    }
+    // The seed's pool (e2e/samples/ippool.yaml), under a name of this test.
+    CreatePool(pool_, {"172.18.30.131-172.18.30.140"});
+  }
+
+  void TearDown() override {
+    agents_.clear();
+    net_.reset();
+    if (cluster_ != nullptr) {
+      kube::Client<api::SpiderIPPool> pools(cluster_->rest());
+      for (const auto& p : created_pools_) (void)pools.Delete("", p);
+      for (const char* n : {"a", "b"}) (void)kube::Client<api::Node>(cluster_->rest()).Delete("", NodeName(n));
+    }
+    if (!tmp_.empty()) std::filesystem::remove_all(tmp_);
+  }
+
+  std::string NodeName(std::string_view n) const { return base::StrCat(ns_, "-", n); }
+  std::string Socket(std::string_view n) const { return base::StrCat(tmp_, "/", n, ".sock"); }
+
+  void CreatePool(const std::string& name, std::vector<std::string> ips) {
+    api::SpiderIPPool pool;
+    pool.metadata.name = name;
+    pool.spec.subnet = "172.18.0.0/16";
+    pool.spec.ips = std::move(ips);
+    pool.spec.gateway = "172.18.0.1";
+    pool.spec.multus_name = {kNad};
+    auto created = kube::Client<api::SpiderIPPool>(cluster_->rest()).Create(pool);
+    ASSERT_TRUE(created.ok()) << created.status();
+    created_pools_.push_back(name);
+  }
+
+  void StartAgent(const std::string& n) {
+    agents_.erase(n);
+    auto p = base::Process::Start(
+        {.argv = {Runfile("agent/spiderpool-agent"), "--node-name=" + NodeName(n),
+                  "--kubeconfig=" + kubeconfig_, "--socket=" + Socket(n), "--health-port=-1"},
+         .inherit_env = true,
+         .output_file = base::StrCat(tmp_, "/agent-", n, ".log")});
+    ASSERT_TRUE(p.ok()) << p.status();
+    agents_[n] = std::move(*p);
+    // Ready when the socket answers /v1/ipam/healthy (bounded).
+    for (int i = 0; i < 600; ++i) {
+      httplib::Client client(Socket(n));
+      client.set_address_family(AF_UNIX);
+      auto res = client.Get("/v1/ipam/healthy");
+      if (res && res->status == 200) return;
+      ASSERT_TRUE(agents_[n]->Running()) << "agent exited: " << AgentLog(n);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    FAIL() << "agent " << n << " did not become ready";
+  }
+
+  std::string AgentLog(const std::string& n) const {
+    std::ifstream in(base::StrCat(tmp_, "/agent-", n, ".log"));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+  void StopAgent(const std::string& n, int sig = SIGKILL) {
+    agents_[n]->Signal(sig);
+    agents_[n]->Wait();
+    agents_.erase(n);
+  }
+
+  api::Pod CreatePod(const std::string& name, std::string_view node,
+                     std::map<std::string, std::string> annotations = {}) {
+    api::Pod pod;
+    pod.metadata.name = name;
+    pod.metadata.namespace_ = ns_;
+    pod.metadata.annotations = std::move(annotations);
+    pod.metadata.annotations["v1.multus-cni.io/default-network"] = kNad;
+    pod.spec.node_name = NodeName(node);
+    pod.spec.containers.push_back({.name = "c", .image = "busybox"});
+    auto created = kube::Client<api::Pod>(cluster_->rest()).Create(pod);
+    EXPECT_TRUE(created.ok()) << created.status();
+    EXPECT_TRUE(net_->AddPodNetns(name).ok());
+    return created.ok() ? *created : pod;
+  }
+
+  std::string MacvlanConf(std::string_view node, std::string cni_version = "1.0.0") const {
+    return base::DumpJson(base::Json{
+        {"cniVersion", cni_version},
+        {"name", "macvlan-conf"},
+        {"type", "macvlan"},
+        {"master", "eth0"},
+        {"mode", "bridge"},
+        // As a SpiderMultusConfig with `ippools` generates it.
+        {"ipam", {{"type", "spiderpool"},
+                  {"default_ipv4_ippool", base::Json::array({pool_})},
+                  {"ipam_unix_socket_path", Socket(node)}}}});
+  }
+
+  CniOutcome Cni(std::string command, const api::Pod& pod, std::string_view node,
+                 std::string container = "", std::string cni_version = "1.0.0") {
+    if (container.empty()) container = "ctr-" + pod.metadata.name;
+    auto out = RunCni({.command = std::move(command),
+                       .container_id = container,
+                       .netns_path = net_->PodNetnsPath(pod.metadata.name),
+                       .cni_args = base::StrCat("IgnoreUnknown=1;K8S_POD_NAMESPACE=", ns_,
+                                                ";K8S_POD_NAME=", pod.metadata.name,
+                                                ";K8S_POD_UID=", pod.metadata.uid),
+                       .config = MacvlanConf(node, cni_version),
+                       .run_in_netns = net_->NodeNetns(std::string(node)),
+                       .cni_path = Runfile("agent/cni") + ":/usr/lib/cni"});
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out.ok() ? *out : CniOutcome{};
+  }
+
+  api::PoolIPAllocations Records(const std::string& pool) {
+    auto p = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", pool);
+    EXPECT_TRUE(p.ok()) << p.status();
+    if (!p.ok()) return {};
+    EXPECT_EQ(p->status.allocated_ip_count.value_or(0), static_cast<int64_t>(p->AllocatedIPs()->size()));
+    return *p->AllocatedIPs();
+  }
+
+  std::unique_ptr<kube::testing::TestCluster> cluster_;
+  std::unique_ptr<Network> net_;
+  std::map<std::string, std::unique_ptr<base::Process>> agents_;
+  std::vector<std::string> created_pools_;
+  std::string ns_, tmp_, kubeconfig_;
+  std::string pool_ = "seed-" + std::to_string(::getpid()) + "-" + std::to_string(::rand() % 100000);
+};
+
+TEST_F(IpamNodeTest, MacvlanPodGetsIPGatewayAndRoutesAndDelFreesIt) {
+  StartAgent("a");
+  api::Pod pod = CreatePod("p1", "a");
+  CniOutcome add = Cni("ADD", pod, "a");
+  ASSERT_EQ(add.exit_code, 0) << add.Describe();
+  ASSERT_TRUE(add.json.contains("ips")) << add.Describe();
+  EXPECT_EQ(add.json["ips"][0]["address"], "172.18.30.131/16");
+  EXPECT_EQ(add.json["ips"][0]["gateway"], "172.18.0.1");
+  EXPECT_EQ(add.json["cniVersion"], "1.0.0");
+
+  // Inside the pod: the macvlan NIC with the pool's IP, and the default route via the gateway.
+  auto addrs = net_->PodAddresses("p1", "eth0");
+  ASSERT_TRUE(addrs.ok()) << addrs.status();
+  EXPECT_THAT(*addrs, Contains("172.18.30.131/16"));
+  auto routes = net_->PodRoutes("p1");
+  ASSERT_TRUE(routes.ok()) << routes.status();
+  bool default_route = false;
+  for (const auto& r : *routes) {
+    if (r.value("dst", "") == "default" && r.value("gateway", "") == "172.18.0.1" && r.value("dev", "") == "eth0") {
+      default_route = true;
+    }
+  }
+  EXPECT_TRUE(default_route) << base::DumpJson(*routes);
+
+  api::PoolIPAllocations recs = Records(pool_);
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(recs.begin()->second.pod_uid, pod.metadata.uid);
+  EXPECT_EQ(recs.begin()->second.node.value_or(""), NodeName("a"));
+  EXPECT_EQ(recs.begin()->second.container_id.value_or(""), "ctr-p1");
+  EXPECT_EQ(recs.begin()->second.interface_.value_or(""), "eth0");
+
+  CniOutcome del = Cni("DEL", pod, "a");
+  ASSERT_EQ(del.exit_code, 0) << del.Describe();
+  EXPECT_TRUE(Records(pool_).empty());
+  EXPECT_FALSE(net_->PodLinkExists("p1", "eth0"));
+  // DEL again: still success (idempotent).
+  EXPECT_EQ(Cni("DEL", pod, "a").exit_code, 0);
+}
+
+TEST_F(IpamNodeTest, OlderCniVersionsGetTheirResultShape) {
+  StartAgent("a");
+  api::Pod pod = CreatePod("p1", "a");
+  CniOutcome add = Cni("ADD", pod, "a", "", "0.3.1");
+  ASSERT_EQ(add.exit_code, 0) << add.Describe();
+  EXPECT_EQ(add.json["cniVersion"], "0.3.1");
+  EXPECT_EQ(add.json["ips"][0]["version"], "4");
+  EXPECT_EQ(Cni("DEL", pod, "a", "", "0.3.1").exit_code, 0);
+  EXPECT_TRUE(Records(pool_).empty());
+}
+
+TEST_F(IpamNodeTest, TwoAgentsOnTwoNodesShareOnePoolWithoutDuplicatesAndPodsTalk) {
+  StartAgent("a");
+  StartAgent("b");
+  std::vector<api::Pod> pods;
+  for (int i = 0; i < 5; ++i) {
+    pods.push_back(CreatePod(base::StrCat("a", i), "a"));
+    pods.push_back(CreatePod(base::StrCat("b", i), "b"));
+  }
+  std::vector<CniOutcome> outs(pods.size());
+  {
+    std::vector<std::jthread> threads;
+    for (size_t i = 0; i < pods.size(); ++i) {
+      threads.emplace_back([&, i] { outs[i] = Cni("ADD", pods[i], i % 2 == 0 ? "a" : "b"); });
+    }
+  }
+  std::set<std::string> ips;
+  for (size_t i = 0; i < pods.size(); ++i) {
+    ASSERT_EQ(outs[i].exit_code, 0) << outs[i].Describe();
+    ips.insert(outs[i].json["ips"][0]["address"].get<std::string>());
+  }
+  EXPECT_EQ(ips.size(), pods.size()) << "duplicate IP";
+  EXPECT_EQ(Records(pool_).size(), pods.size());
+  // A pod on node a reaches a pod on node b through the two macvlan masters.
+  const std::string b0 = outs[1].json["ips"][0]["address"].get<std::string>();
+  EXPECT_TRUE(net_->Ping("a0", b0.substr(0, b0.find('/'))));
+
+  // The pool (10 IPs) is full: the 11th pod fails with a CNI error naming the pool. After the
+  // runtime's cleanup DEL (macvlan 1.1.1 leaves its link behind on an IPAM error; runtimes
+  // always DEL a failed ADD) neither an IP nor a link is left.
+  api::Pod extra = CreatePod("extra", "a");
+  CniOutcome full = Cni("ADD", extra, "a");
+  EXPECT_NE(full.exit_code, 0);
+  EXPECT_GE(full.json.value("code", 0), 100) << full.Describe();
+  EXPECT_THAT(full.json.value("msg", "") + full.json.value("details", ""), HasSubstr(pool_)) << full.Describe();
+  EXPECT_EQ(Cni("DEL", extra, "a").exit_code, 0);
+  EXPECT_FALSE(net_->PodLinkExists("extra", "eth0"));
+  EXPECT_EQ(Records(pool_).size(), pods.size());
+
+  for (size_t i = 0; i < pods.size(); ++i) {
+    EXPECT_EQ(Cni("DEL", pods[i], i % 2 == 0 ? "a" : "b").exit_code, 0);
+  }
+  EXPECT_TRUE(Records(pool_).empty());
+}
+
+TEST_F(IpamNodeTest, AgentRestartedBetweenAddAndDelStillFrees) {
+  StartAgent("a");
+  api::Pod pod = CreatePod("p1", "a");
+  ASSERT_EQ(Cni("ADD", pod, "a").exit_code, 0);
+  StopAgent("a");
+  StartAgent("a");
+  ASSERT_EQ(Records(pool_).size(), 1u);
+  ASSERT_EQ(Cni("DEL", pod, "a").exit_code, 0);
+  EXPECT_TRUE(Records(pool_).empty());
+}
+
+TEST_F(IpamNodeTest, BadInputGivesCniErrorsAndAllocatesNothing) {
+  StartAgent("a");
+  // Unknown pool in the pod annotation.
+  api::Pod bad = CreatePod("bad", "a", {{"ipam.spidernet.io/ippool", R"({"ipv4":["no-such-pool"]})"}});
+  CniOutcome out = Cni("ADD", bad, "a");
+  EXPECT_NE(out.exit_code, 0);
+  EXPECT_THAT(out.stdout_data, HasSubstr("no-such-pool")) << out.Describe();
+  EXPECT_EQ(Cni("DEL", bad, "a").exit_code, 0);
+  EXPECT_FALSE(net_->PodLinkExists("bad", "eth0"));
+  // A pod the API server does not know.
+  api::Pod ghost = bad;
+  ghost.metadata.name = "ghost";
+  ASSERT_TRUE(net_->AddPodNetns("ghost").ok());
+  out = Cni("ADD", ghost, "a");
+  EXPECT_NE(out.exit_code, 0);
+  EXPECT_THAT(out.stdout_data, HasSubstr("ghost")) << out.Describe();
+  // The agent is down: "try again later" (11), and DEL still succeeds.
+  StopAgent("a");
+  api::Pod p = CreatePod("p1", "a");
+  out = Cni("ADD", p, "a");
+  EXPECT_EQ(out.json.value("code", 0), 11) << out.Describe();
+  EXPECT_EQ(Cni("DEL", p, "a").exit_code, 0);
+  EXPECT_TRUE(Records(pool_).empty());
+}
+
+}  // namespace
+}  // namespace spiderpool::e2e
