@@ -14,6 +14,9 @@ RULES=(
   "//dra/... -> //operator/... //agent/..."
   "//operator/... -> //agent/..."
   "//agent/... -> //operator/..."
+  # The CNI plugin is exec'd for every pod: only base/ and the agent's wire contract.
+  "//agent/cni/... -> //kube/... //ipam/... //multus/... //dra/... //operator/... //agent/ipam/..."
+  "//agent/ipamapi/... -> //kube/... //ipam/... //multus/... //dra/... //operator/... //agent/ipam/..."
 )
 
 # A package pattern with no targets yet makes `bazel query` fail; skip those.
