@@ -20,11 +20,10 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "agent/ipam/config.h"
 #include "agent/ipam/server.h"
 #include "agent/ipam/service.h"
+#include "base/flags.h"
 #include "base/log.h"
 #include "kube/health/health.h"
 #include "kube/metrics/metrics.h"
@@ -50,24 +49,6 @@ std::string EnvOr(const char* name, std::string fallback) {
   return v != nullptr && *v != '\0' ? std::string(v) : fallback;
 }
 
-// Kubernetes-style --node-name is accepted for absl's --node_name.
-std::vector<char*> NormalizeFlags(int argc, char** argv, std::vector<std::string>* storage) {
-  storage->reserve(argc);
-  std::vector<char*> out;
-  for (int i = 0; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (i > 0 && arg.rfind("--", 0) == 0) {
-      const size_t end = std::min(arg.find('='), arg.size());
-      for (size_t k = 2; k < end; ++k) {
-        if (arg[k] == '-') arg[k] = '_';
-      }
-    }
-    storage->push_back(std::move(arg));
-    out.push_back(storage->back().data());
-  }
-  return out;
-}
-
 int Fail(std::string_view what, const absl::Status& s) {
   std::cerr << "spiderpool-agent: " << what << ": " << s << "\n";
   return 1;
@@ -78,10 +59,7 @@ int Fail(std::string_view what, const absl::Status& s) {
 int main(int argc, char** argv) {
   // Few arenas: the agent is small and long-lived; per-thread arenas only grow its RSS.
   mallopt(M_ARENA_MAX, 2);
-  absl::SetProgramUsageMessage("spiderpool-agent: per-node IPAM for Spiderpool");
-  std::vector<std::string> storage;
-  std::vector<char*> args = NormalizeFlags(argc, argv, &storage);
-  absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
+  base::ParseFlags(argc, argv, "spiderpool-agent: per-node IPAM for Spiderpool");
 
   const std::string node = absl::GetFlag(FLAGS_node_name).empty()
                                ? EnvOr("SPIDERPOOL_NODE_NAME", "")

@@ -271,11 +271,15 @@ absl::StatusOr<sp::PodOwner> IpamService::ResolveOwner(const api::Pod& pod) {
 }
 
 absl::StatusOr<std::optional<api::SpiderEndpoint>> IpamService::FindEndpoint(
-    const std::string& ns, const std::string& name) {
+    const std::string& ns, const std::string& name, bool cache_only) {
   if (auto cached = endpoint_informer_.store().Get(Key(ns, name)); cached != nullptr) {
     return std::optional<api::SpiderEndpoint>(*cached);
   }
-  // Not cached: maybe written a moment ago (a second NIC's ADD); one GET settles it.
+  // ADD of a new pod (the common case) trusts the cache: an endpoint written a moment ago and
+  // not yet cached (a second NIC's ADD) is harmless, because allocation is idempotent per pod
+  // UID and NIC and the endpoint write falls back to an update when it already exists.
+  if (cache_only) return std::optional<api::SpiderEndpoint>();
+  // DEL must know the endpoint's pools: one GET settles it.
   absl::StatusOr<api::SpiderEndpoint> fresh = endpoints_.Get(ns, name);
   if (fresh.ok()) return std::optional<api::SpiderEndpoint>(*std::move(fresh));
   if (kube::IsNotFound(fresh.status())) return std::optional<api::SpiderEndpoint>();
@@ -343,7 +347,15 @@ absl::StatusOr<IpamService::Taken> IpamService::TakeOne(const std::vector<std::s
           if (!a.ok()) return a.status();
           got.ip = a->ip;
           got.family = sp::FamilyAllocation::FromPool(book.state, a->ip);
-          if (!a->reused) book.dirty = true;
+          if (!a->reused) {
+            book.dirty = true;
+          } else {
+            // The pod already held this IP (a repeated ADD, or a new sandbox whose endpoint
+            // the cache has not shown yet): the record now names this container, so a late
+            // DEL of the old sandbox cannot free it.
+            absl::StatusOr<sp::PoolState::ReassignResult> r = book.state.ReassignUID(request, {a->ip});
+            if (r.ok() && r->updated > 0) book.dirty = true;
+          }
           return absl::OkStatus();
         },
         deadline);
@@ -568,7 +580,7 @@ absl::StatusOr<ipamapi::IpamAddResponse> IpamService::DoAllocate(const ipamapi::
                       LivePod(args.pod_namespace, args.pod_name, args.pod_uid));
   SP_ASSIGN_OR_RETURN(sp::PodOwner owner, ResolveOwner(*pod));
   SP_ASSIGN_OR_RETURN(std::optional<api::SpiderEndpoint> endpoint,
-                      FindEndpoint(args.pod_namespace, args.pod_name));
+                      FindEndpoint(args.pod_namespace, args.pod_name, /*cache_only=*/true));
   if (endpoint.has_value() && !endpoint->status.has_value()) endpoint.reset();
 
   if (endpoint.has_value()) {
@@ -717,7 +729,7 @@ absl::Status IpamService::Release(const ipamapi::IpamDelArgs& args, absl::Time d
 absl::Status IpamService::DoRelease(const ipamapi::IpamDelArgs& args, absl::Time deadline) {
   PodLock lock(this, Key(args.pod_namespace, args.pod_name));
   SP_ASSIGN_OR_RETURN(std::optional<api::SpiderEndpoint> endpoint,
-                      FindEndpoint(args.pod_namespace, args.pod_name));
+                      FindEndpoint(args.pod_namespace, args.pod_name, /*cache_only=*/false));
   if (endpoint.has_value() && !endpoint->status.has_value()) endpoint.reset();
   std::string uid = args.pod_uid;
   if (uid.empty() && endpoint.has_value()) uid = endpoint->status->current.uid;

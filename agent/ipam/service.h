@@ -107,7 +107,8 @@ class IpamService : public IpamBackend {
                                                           const std::string& uid);
   absl::StatusOr<::spiderpool::ipam::PodOwner> ResolveOwner(const api::Pod& pod);
   absl::StatusOr<std::optional<api::SpiderEndpoint>> FindEndpoint(const std::string& ns,
-                                                                   const std::string& name);
+                                                                   const std::string& name,
+                                                                   bool cache_only);
   absl::StatusOr<::spiderpool::ipam::SelectionRequest> BuildSelectionRequest(
       const api::Pod& pod, const ::spiderpool::ipam::PodOwner& owner,
       const ipamapi::IpamAddArgs& args);

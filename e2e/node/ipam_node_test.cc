@@ -66,6 +66,7 @@ class IpamNodeTest : public ::testing::Test {
 
   void TearDown() override {
     agents_.clear();
+    controller_.reset();
     net_.reset();
     if (cluster_ != nullptr) {
       kube::Client<api::SpiderIPPool> pools(cluster_->rest());
@@ -109,6 +110,28 @@ class IpamNodeTest : public ::testing::Test {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     FAIL() << "agent " << n << " did not become ready";
+  }
+
+  // spiderpool-controller (IP GC, pool counts) as a process; its Lease lives in the test
+  // namespace so that it never competes with a real installation's controller.
+  void StartController() {
+    auto p = base::Process::Start(
+        {.argv = {Runfile("operator/spiderpool-controller"), "--kubeconfig=" + kubeconfig_,
+                  "--namespace=" + ns_, "--health-port=-1"},
+         .inherit_env = true,
+         .output_file = tmp_ + "/controller.log"});
+    ASSERT_TRUE(p.ok()) << p.status();
+    controller_ = std::move(*p);
+  }
+
+  // Polls API state (bounded); true once `pred` holds.
+  bool Eventually(const std::function<bool()>& pred, absl::Duration timeout = absl::Seconds(30)) {
+    const absl::Time deadline = absl::Now() + timeout;
+    while (!pred()) {
+      if (absl::Now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return true;
   }
 
   std::string AgentLog(const std::string& n) const {
@@ -179,6 +202,7 @@ class IpamNodeTest : public ::testing::Test {
   std::unique_ptr<kube::testing::TestCluster> cluster_;
   std::unique_ptr<Network> net_;
   std::map<std::string, std::unique_ptr<base::Process>> agents_;
+  std::unique_ptr<base::Process> controller_;
   std::vector<std::string> created_pools_;
   std::string ns_, tmp_, kubeconfig_;
   std::string pool_ = "seed-" + std::to_string(::getpid()) + "-" + std::to_string(::rand() % 100000);
@@ -287,6 +311,31 @@ TEST_F(IpamNodeTest, AgentRestartedBetweenAddAndDelStillFrees) {
   ASSERT_EQ(Records(pool_).size(), 1u);
   ASSERT_EQ(Cni("DEL", pod, "a").exit_code, 0);
   EXPECT_TRUE(Records(pool_).empty());
+}
+
+TEST_F(IpamNodeTest, GarbageCollectorFreesTheIPOfAPodDeletedWhileTheAgentWasDown) {
+  StartController();
+  StartAgent("a");
+  api::Pod pod = CreatePod("p1", "a");
+  ASSERT_EQ(Cni("ADD", pod, "a").exit_code, 0);
+  api::Pod keep = CreatePod("p2", "a");
+  ASSERT_EQ(Cni("ADD", keep, "a").exit_code, 0);
+  ASSERT_EQ(Records(pool_).size(), 2u);
+  // The agent dies; the pod is deleted meanwhile, so no CNI DEL reaches an agent.
+  StopAgent("a");
+  ASSERT_TRUE(kube::Client<api::Pod>(cluster_->rest()).Delete(ns_, "p1").ok());
+  EXPECT_TRUE(Eventually([&] { return Records(pool_).size() == 1; }))
+      << "the controller's GC did not free the deleted pod's IP";
+  api::PoolIPAllocations recs = Records(pool_);
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(recs.begin()->second.pod_uid, keep.metadata.uid) << "the GC freed a live pod's IP";
+  EXPECT_TRUE(Eventually([&] {
+    return kube::IsNotFound(kube::Client<api::SpiderEndpoint>(cluster_->rest()).Get(ns_, "p1").status());
+  })) << "the deleted pod's SpiderEndpoint was not removed";
+  // The agent comes back; the runtime's late DEL is still a success.
+  StartAgent("a");
+  EXPECT_EQ(Cni("DEL", pod, "a").exit_code, 0);
+  EXPECT_EQ(Records(pool_).size(), 1u);
 }
 
 TEST_F(IpamNodeTest, BadInputGivesCniErrorsAndAllocatesNothing) {

@@ -443,12 +443,15 @@ absl::StatusOr<Response> RestClient::DoRaw(const Request& request) {
     if (!a.ok()) {
       // The connection is in an unknown state: do not reuse it.
       cli.reset();
-      // A kept-alive connection the server closed meanwhile: a GET is safe to resend at once
-      // on a fresh connection. Other transport failures are the caller's to retry.
-      bool broken = a.error == httplib::Error::Read || a.error == httplib::Error::Write;
-      if (request.method == "GET" && reused && broken && !a.timed_out &&
-          attempt < config_.max_retries) {
-        SP_VLOG(1).Msg("resending GET on a fresh connection").KV("path", request.path);
+      // A kept-alive connection the server closed meanwhile (Go's net/http rule): if the
+      // request could not even be written, the server never saw it and ANY method is safe to
+      // resend at once on a fresh connection; if the answer could not be read, only a GET is.
+      // Other transport failures are the caller's to retry.
+      const bool not_sent = a.error == httplib::Error::Write;
+      const bool no_answer = a.error == httplib::Error::Read && request.method == "GET";
+      if (reused && (not_sent || no_answer) && !a.timed_out && attempt < config_.max_retries) {
+        SP_VLOG(1).Msg("resending on a fresh connection").KV("method", request.method)
+            .KV("path", request.path);
         continue;
       }
       return impl_->TransportError(a, request);

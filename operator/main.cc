@@ -1,0 +1,169 @@
+// spiderpool-controller: the cluster-side binary (a Deployment, 2 replicas, Lease leader
+// election). A composition root only: it builds the informers and wires the controllers of
+// operator/* into a kube::Manager.
+//
+//   spiderpool-controller [--kubeconfig=PATH] [--namespace=kube-system] [--health-port=5720]
+//                         [--leader-elect=true] [--gc-interval=600s] ...
+//
+// Informers and servers run on every replica; controllers and the IP GC only on the leader.
+
+#include <malloc.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/time/time.h"
+#include "api/apps.h"
+#include "api/core.h"
+#include "api/spider.h"
+#include "base/flags.h"
+#include "base/log.h"
+#include "kube/controller/manager.h"
+#include "kube/informer/informer.h"
+#include "kube/leaderelection/lease_lock.h"
+#include "kube/metrics/metrics.h"
+#include "kube/rest/config.h"
+#include "kube/rest/rest_client.h"
+#include "operator/ipam/caches.h"
+#include "operator/ipam/gc.h"
+#include "operator/ipam/pool_controller.h"
+
+ABSL_FLAG(std::string, kubeconfig, "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)");
+ABSL_FLAG(std::string, namespace, "",
+          "namespace spiderpool runs in (default: $SPIDERPOOL_POD_NAMESPACE or kube-system)");
+ABSL_FLAG(int, health_port, 5720, "probe and metrics port (0 = any free port, -1 = off)");
+ABSL_FLAG(bool, leader_elect, true, "take the Lease spiderpool-controller-leases before acting");
+ABSL_FLAG(std::string, identity, "", "leader election identity (default: hostname + random)");
+ABSL_FLAG(absl::Duration, gc_interval, absl::Seconds(600),
+          "period of the full IP GC scan (SPIDERPOOL_GC_DEFAULT_INTERVAL_DURATION)");
+ABSL_FLAG(absl::Duration, gc_additional_grace_delay, absl::ZeroDuration(),
+          "added to every pod's grace period before its IPs are reclaimed");
+ABSL_FLAG(bool, enable_statefulset, true, "StatefulSet pods keep their IPs (enableStatefulSet)");
+ABSL_FLAG(double, qps, 50, "API client QPS");
+ABSL_FLAG(int, burst, 100, "API client burst");
+
+namespace {
+
+using namespace spiderpool;
+
+std::string EnvOr(const char* name, std::string fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::string(v) : fallback;
+}
+
+int Fail(std::string_view what, const absl::Status& s) {
+  std::cerr << "spiderpool-controller: " << what << ": " << s << "\n";
+  return 1;
+}
+
+template <typename T>
+std::unique_ptr<kube::Runnable> InformerRunnable(kube::Informer<T>* informer) {
+  return std::make_unique<kube::FuncRunnable>(
+      base::StrCat("informer/", T::Resource().plural), /*needs_leader=*/false,
+      [informer](std::stop_token stop) {
+        informer->Run(stop);
+        return absl::OkStatus();
+      });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  mallopt(M_ARENA_MAX, 2);
+  base::ParseFlags(argc, argv, "spiderpool-controller: the cluster side of Spiderpool");
+  const std::string ns = absl::GetFlag(FLAGS_namespace).empty()
+                             ? EnvOr("SPIDERPOOL_POD_NAMESPACE", "kube-system")
+                             : absl::GetFlag(FLAGS_namespace);
+
+  absl::StatusOr<kube::Config> config = absl::GetFlag(FLAGS_kubeconfig).empty()
+                                            ? kube::ConfigFromEnvOrDefault()
+                                            : kube::LoadKubeconfig(absl::GetFlag(FLAGS_kubeconfig));
+  if (!config.ok()) return Fail("kubeconfig", config.status());
+  config->qps = absl::GetFlag(FLAGS_qps);
+  config->burst = absl::GetFlag(FLAGS_burst);
+  config->user_agent = "spiderpool-controller";
+  absl::StatusOr<std::shared_ptr<kube::RestClient>> rest = kube::RestClient::Create(*config);
+  if (!rest.ok()) return Fail("API client", rest.status());
+
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+
+  kube::metrics::Registry& registry = kube::metrics::Registry::Default();
+  kube::InformerOptions all{.registry = &registry};
+  // The informers outlive the manager (declared first) and the controllers that index them.
+  kube::Informer<api::SpiderIPPool> pools(*rest, all);
+  kube::Informer<api::SpiderSubnet> subnets(*rest, all);
+  kube::Informer<api::SpiderReservedIP> reserved(*rest, all);
+  kube::Informer<api::SpiderEndpoint> endpoints(*rest, all);
+  kube::Informer<api::Pod> pods(*rest, all);
+  kube::Informer<api::Node> nodes(*rest, all);
+  kube::Informer<api::StatefulSet> statefulsets(*rest, all);
+  const op::ipam::Caches caches{.pools = &pools, .subnets = &subnets, .reserved_ips = &reserved,
+                                .endpoints = &endpoints, .pods = &pods, .nodes = &nodes,
+                                .statefulsets = &statefulsets};
+
+  kube::ManagerOptions options{.name = "spiderpool-controller"};
+  if (absl::GetFlag(FLAGS_health_port) >= 0) {
+    options.health = kube::health::ServerOptions{.port = absl::GetFlag(FLAGS_health_port),
+                                                 .registry = &registry};
+  }
+  if (absl::GetFlag(FLAGS_leader_elect)) {
+    std::string identity = absl::GetFlag(FLAGS_identity);
+    if (identity.empty()) {
+      char host[256] = {};
+      ::gethostname(host, sizeof host - 1);
+      identity = base::StrCat(host, "_", std::random_device{}());
+    }
+    options.leader_election = kube::LeaderElectionConfig{.identity = identity};
+    options.lease_lock = [rest = *rest, ns] {
+      return std::make_unique<kube::KubeLeaseLock>(rest, ns, "spiderpool-controller-leases");
+    };
+  }
+  kube::Manager manager(options);
+
+  // Controllers first (they register handlers and indexers), then the informers.
+  manager.Add(std::make_unique<op::ipam::PoolController>(
+      op::ipam::PoolControllerOptions{.registry = &registry}, *rest, caches));
+  manager.Add(std::make_unique<op::ipam::IPGarbageCollector>(
+      op::ipam::GCOptions{.interval = absl::GetFlag(FLAGS_gc_interval),
+                          .additional_grace_delay = absl::GetFlag(FLAGS_gc_additional_grace_delay),
+                          .enable_statefulset = absl::GetFlag(FLAGS_enable_statefulset),
+                          .registry = &registry},
+      *rest, caches));
+  manager.Add(InformerRunnable(&pools));
+  manager.Add(InformerRunnable(&subnets));
+  manager.Add(InformerRunnable(&reserved));
+  manager.Add(InformerRunnable(&endpoints));
+  manager.Add(InformerRunnable(&pods));
+  manager.Add(InformerRunnable(&nodes));
+  manager.Add(InformerRunnable(&statefulsets));
+
+  std::stop_source stop;
+  std::jthread signals([&stop, &set] {
+    int sig = 0;
+    sigwait(&set, &sig);
+    SP_LOG(Info).Msg("stopping").KV("signal", sig);
+    stop.request_stop();
+  });
+  SP_LOG(Info).Msg("spiderpool-controller starting").KV("namespace", ns);
+  if (manager.health() != nullptr) {
+    std::cout << "health_port=" << manager.health()->port() << "\n" << std::flush;
+  }
+  absl::Status s = manager.Run(stop.get_token());
+  if (!stop.stop_requested()) {
+    // Leadership lost or a runnable failed: exit non-zero so the pod restarts (as
+    // controller-runtime does); wake the signal thread.
+    ::kill(::getpid(), SIGTERM);
+  }
+  if (!s.ok()) return Fail("manager", s);
+  return 0;
+}
