@@ -33,6 +33,7 @@
 #include "operator/ipam/caches.h"
 #include "operator/ipam/gc.h"
 #include "operator/ipam/pool_controller.h"
+#include "operator/multus/controller.h"
 
 ABSL_FLAG(std::string, kubeconfig, "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)");
 ABSL_FLAG(std::string, namespace, "",
@@ -139,6 +140,10 @@ int main(int argc, char** argv) {
                           .enable_statefulset = absl::GetFlag(FLAGS_enable_statefulset),
                           .registry = &registry},
       *rest, caches));
+  // SpiderMultusConfig -> NetworkAttachmentDefinition (its own SMC/NAD informers).
+  absl::StatusOr<op::multus::MultusConfigController*> multus =
+      op::multus::AddToManager(&manager, *rest, {.registry = &registry});
+  if (!multus.ok()) return Fail("SpiderMultusConfig controller", multus.status());
   manager.Add(InformerRunnable(&pools));
   manager.Add(InformerRunnable(&subnets));
   manager.Add(InformerRunnable(&reserved));

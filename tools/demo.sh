@@ -62,8 +62,8 @@ k api-resources --api-group=spiderpool.spidernet.io
 
 if [[ $HAVE_CONTROLLER == 1 ]]; then
   echo "=== starting spiderpool-controller (NAD generation, webhooks, IP GC)"
-  "$BIN/operator/spiderpool-controller" --kubeconfig="$KCFG" --health-port=0 \
-    --webhook-port=0 --loopback-webhook >"$WORK/controller.log" 2>&1 &
+  "$BIN/operator/spiderpool-controller" --kubeconfig="$KCFG" --health-port=-1 \
+    >"$WORK/controller.log" 2>&1 &
   PIDS+=($!)
 fi
 
