@@ -18,6 +18,8 @@
 #include "base/strings.h"
 #include "api/core.h"
 #include "api/spider.h"
+#include "base/yaml.h"
+#include "multus/generate.h"
 #include "e2e/node/node_env.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -162,17 +164,29 @@ class IpamNodeTest : public ::testing::Test {
     return created.ok() ? *created : pod;
   }
 
+  // The macvlan entry of the NAD that multus/ generates for the seed's SpiderMultusConfig
+  // (e2e/samples/multusconfig.yaml), as libcni hands it to the plugin (name + cniVersion of
+  // the list), with this test's agent socket and the pool as the default pool (as an SMC with
+  // `ippools` generates it). The coordinator entry is not built yet, so it is not run.
   std::string MacvlanConf(std::string_view node, std::string cni_version = "1.0.0") const {
-    return base::DumpJson(base::Json{
-        {"cniVersion", cni_version},
-        {"name", "macvlan-conf"},
-        {"type", "macvlan"},
-        {"master", "eth0"},
-        {"mode", "bridge"},
-        // As a SpiderMultusConfig with `ippools` generates it.
-        {"ipam", {{"type", "spiderpool"},
-                  {"default_ipv4_ippool", base::Json::array({pool_})},
-                  {"ipam_unix_socket_path", Socket(node)}}}});
+    std::ifstream in("e2e/samples/multusconfig.yaml");
+    std::stringstream text;
+    text << in.rdbuf();
+    auto j = base::ParseYaml(text.str());
+    EXPECT_TRUE(j.ok()) << j.status();
+    auto smc = api::Decode<api::SpiderMultusConfig>(*j);
+    EXPECT_TRUE(smc.ok()) << smc.status();
+    auto conflist = multus::GenerateCNIConfig(*smc);
+    EXPECT_TRUE(conflist.ok()) << conflist.status();
+    base::Json list = *base::ParseJson(*conflist);
+    base::Json plugin = list["plugins"][0];
+    EXPECT_EQ(plugin["type"], "macvlan");
+    EXPECT_EQ(plugin["master"], "eth0");  // each node namespace's eth0 is the veth master
+    plugin["name"] = list["name"];
+    plugin["cniVersion"] = cni_version;
+    plugin["ipam"]["default_ipv4_ippool"] = base::Json::array({pool_});
+    plugin["ipam"]["ipam_unix_socket_path"] = Socket(node);
+    return base::DumpJson(plugin);
   }
 
   CniOutcome Cni(std::string command, const api::Pod& pod, std::string_view node,
