@@ -45,6 +45,13 @@
 namespace spiderpool::agent::ipam {
 
 // Where pools are read and written (kube::Client<api::SpiderIPPool> in production).
+// resourceVersions are opaque to clients, but every API server we know uses integers (etcd
+// revisions); when both parse, the larger is newer. Otherwise: not newer.
+inline bool ResourceVersionNewer(const std::string& a, const std::string& b) {
+  uint64_t x = 0, y = 0;
+  return absl::SimpleAtoi(a, &x) && absl::SimpleAtoi(b, &y) && x > y;
+}
+
 class PoolStore {
  public:
   virtual ~PoolStore() = default;
@@ -73,6 +80,12 @@ class GroupCommitter {
     // Optional: the newest copy of a pool the caller knows of (an informer cache), used before
     // the committer has written the pool itself. nullopt = read it from the store.
     std::function<std::optional<api::SpiderIPPool>(const std::string& name)> cached;
+    // Optional: after a 409, a copy newer than resourceVersion `stale` as soon as the caller's
+    // watch delivers one (bounded wait), so that the winner's write is not read twice;
+    // nullopt = read it from the store.
+    std::function<std::optional<api::SpiderIPPool>(const std::string& name,
+                                                   const std::string& stale)>
+        newer;
   };
 
   // Conflicts are retried at once with a fresh read, then with a short, fully jittered pause
@@ -142,11 +155,8 @@ class GroupCommitter {
     return slot.get();
   }
 
-  // resourceVersions are opaque to clients, but every API server we know uses integers (etcd
-  // revisions); when both parse, the larger is newer. Otherwise: not newer.
   static bool Newer(const std::string& a, const std::string& b) {
-    uint64_t x = 0, y = 0;
-    return absl::SimpleAtoi(a, &x) && absl::SimpleAtoi(b, &y) && x > y;
+    return ResourceVersionNewer(a, b);
   }
 
   static bool Retriable(const absl::Status& s) {
@@ -264,8 +274,10 @@ class GroupCommitter {
         // sleep first: the fresh read is the useful work; the jittered sleep only kicks in
         // from the second conflict, to de-synchronise agents that keep colliding).
         CountConflict();
-        current.reset();
         if (++conflicts_in_a_row > 1) SleepBackoff(conflict_backoff, batch);
+        std::optional<api::SpiderIPPool> newer;
+        if (hooks_.newer) newer = hooks_.newer(name, current->metadata.resource_version);
+        current = std::move(newer);  // nullopt: the next attempt reads the store
         continue;
       }
       if (kube::IsNotFound(written.status())) {

@@ -113,6 +113,9 @@ IpamService::IpamService(std::shared_ptr<kube::RestClient> rest, ServiceOptions 
                     auto p = pool_informer_.store().Get(name);
                     if (p == nullptr) return std::nullopt;
                     return *p;
+                  },
+                  .newer = [this](const std::string& name, const std::string& stale) {
+                    return NewerPool(name, stale, absl::Milliseconds(50));
                   }},
                  clock_),
       pods_(rest),
@@ -126,6 +129,26 @@ IpamService::IpamService(std::shared_ptr<kube::RestClient> rest, ServiceOptions 
       reserved_informer_(rest, {.registry = options_.registry}),
       endpoint_informer_(rest, {.registry = options_.registry}) {
   if (options_.registry != nullptr) RegisterMetrics(*options_.registry);
+  // Wakes committers waiting for the watch to deliver a pool newer than the one that met a 409.
+  auto wake = [this] {
+    absl::MutexLock lock(&pool_events_mu_);
+    pool_events_cv_.SignalAll();
+  };
+  pool_informer_.AddHandlers({.on_add = [wake](const api::SpiderIPPool&) { wake(); },
+                              .on_update = [wake](const api::SpiderIPPool&,
+                                                  const api::SpiderIPPool&) { wake(); }});
+}
+
+std::optional<api::SpiderIPPool> IpamService::NewerPool(const std::string& name,
+                                                        const std::string& stale,
+                                                        absl::Duration wait) {
+  const absl::Time deadline = absl::Now() + wait;
+  absl::MutexLock lock(&pool_events_mu_);
+  while (true) {
+    std::shared_ptr<const api::SpiderIPPool> p = pool_informer_.store().Get(name);
+    if (p != nullptr && ResourceVersionNewer(p->metadata.resource_version, stale)) return *p;
+    if (pool_events_cv_.WaitWithDeadline(&pool_events_mu_, deadline)) return std::nullopt;
+  }
 }
 
 IpamService::~IpamService() {

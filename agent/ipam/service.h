@@ -174,6 +174,12 @@ class IpamService : public IpamBackend {
   kube::metrics::Registry* registry_ = nullptr;
   kube::metrics::Registry::HookId collect_hook_ = 0;
 
+  // After a 409: the pool as soon as the watch delivers a version newer than `stale`.
+  std::optional<api::SpiderIPPool> NewerPool(const std::string& name, const std::string& stale,
+                                             absl::Duration wait);
+  absl::Mutex pool_events_mu_;
+  absl::CondVar pool_events_cv_;
+
   absl::Mutex locks_mu_;
   std::map<std::string, std::pair<std::unique_ptr<absl::Mutex>, int>> pod_locks_
       ABSL_GUARDED_BY(locks_mu_);
