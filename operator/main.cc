@@ -34,6 +34,7 @@
 #include "operator/ipam/gc.h"
 #include "operator/ipam/pool_controller.h"
 #include "operator/multus/controller.h"
+#include "operator/subnet/controller.h"
 
 ABSL_FLAG(std::string, kubeconfig, "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)");
 ABSL_FLAG(std::string, namespace, "",
@@ -46,6 +47,13 @@ ABSL_FLAG(absl::Duration, gc_interval, absl::Seconds(600),
 ABSL_FLAG(absl::Duration, gc_additional_grace_delay, absl::ZeroDuration(),
           "added to every pod's grace period before its IPs are reclaimed");
 ABSL_FLAG(bool, enable_statefulset, true, "StatefulSet pods keep their IPs (enableStatefulSet)");
+ABSL_FLAG(bool, enable_ipv4, true, "enableIPv4 (spiderpool-conf)");
+ABSL_FLAG(bool, enable_ipv6, false, "enableIPv6 (spiderpool-conf)");
+ABSL_FLAG(bool, enable_spider_subnet, true, "enableSpiderSubnet (spiderpool-conf)");
+ABSL_FLAG(bool, enable_auto_pool_for_application, true,
+          "enableAutoPoolForApplication (spiderpool-conf)");
+ABSL_FLAG(int, cluster_subnet_default_flexible_ip_number, 1,
+          "clusterSubnetDefaultFlexibleIPNumber (spiderpool-conf)");
 ABSL_FLAG(double, qps, 50, "API client QPS");
 ABSL_FLAG(int, burst, 100, "API client burst");
 
@@ -144,6 +152,19 @@ int main(int argc, char** argv) {
   absl::StatusOr<op::multus::MultusConfigController*> multus =
       op::multus::AddToManager(&manager, *rest, {.registry = &registry});
   if (!multus.ok()) return Fail("SpiderMultusConfig controller", multus.status());
+  // SpiderSubnet auto pools for applications (shares the pool/subnet/reserved/sts caches).
+  absl::StatusOr<op::subnet::AutoPoolController*> auto_pools = op::subnet::AddToManager(
+      &manager, *rest,
+      {.enable_spider_subnet = absl::GetFlag(FLAGS_enable_spider_subnet),
+       .enable_auto_pool_for_application = absl::GetFlag(FLAGS_enable_auto_pool_for_application),
+       .cluster_subnet_default_flexible_ip_number =
+           absl::GetFlag(FLAGS_cluster_subnet_default_flexible_ip_number),
+       .enable_ipv4 = absl::GetFlag(FLAGS_enable_ipv4),
+       .enable_ipv6 = absl::GetFlag(FLAGS_enable_ipv6),
+       .registry = &registry},
+      {.pools = &pools, .subnets = &subnets, .reserved_ips = &reserved,
+       .statefulsets = &statefulsets});
+  if (!auto_pools.ok()) return Fail("SpiderSubnet auto-pool controller", auto_pools.status());
   manager.Add(InformerRunnable(&pools));
   manager.Add(InformerRunnable(&subnets));
   manager.Add(InformerRunnable(&reserved));
