@@ -18,6 +18,7 @@
 #include "base/strings.h"
 #include "api/core.h"
 #include "api/spider.h"
+#include "api/apps.h"
 #include "base/yaml.h"
 #include "multus/generate.h"
 #include "e2e/node/node_env.h"
@@ -136,12 +137,13 @@ class IpamNodeTest : public ::testing::Test {
     return true;
   }
 
-  std::string AgentLog(const std::string& n) const {
-    std::ifstream in(base::StrCat(tmp_, "/agent-", n, ".log"));
+  std::string ReadLog(const std::string& file) const {
+    std::ifstream in(base::StrCat(tmp_, "/", file));
     std::stringstream ss;
     ss << in.rdbuf();
     return ss.str();
   }
+  std::string AgentLog(const std::string& n) const { return ReadLog(base::StrCat("agent-", n, ".log")); }
 
   void StopAgent(const std::string& n, int sig = SIGKILL) {
     agents_[n]->Signal(sig);
@@ -350,6 +352,62 @@ TEST_F(IpamNodeTest, GarbageCollectorFreesTheIPOfAPodDeletedWhileTheAgentWasDown
   StartAgent("a");
   EXPECT_EQ(Cni("DEL", pod, "a").exit_code, 0);
   EXPECT_EQ(Records(pool_).size(), 1u);
+}
+
+TEST_F(IpamNodeTest, DeploymentPodGetsAnIPFromItsSubnetAutoPool) {
+  StartController();
+  StartAgent("a");
+  const std::string subnet = "sub-" + ns_;
+  api::SpiderSubnet sn;
+  sn.metadata.name = subnet;
+  sn.spec.subnet = "172.18.0.0/16";
+  sn.spec.ips = {"172.18.40.10-172.18.40.19"};
+  sn.spec.gateway = "172.18.0.1";
+  ASSERT_TRUE(kube::Client<api::SpiderSubnet>(cluster_->rest()).Create(sn).ok());
+  // A Deployment whose pods ask for an auto pool of 2 + 1 IPs from the subnet; the
+  // controller makes the pool, the agent waits for it and allocates from it.
+  api::Deployment d;
+  d.metadata.name = "web";
+  d.metadata.namespace_ = ns_;
+  d.spec.replicas = 2;
+  d.spec.template_.metadata.annotations["ipam.spidernet.io/subnet"] =
+      base::StrCat(R"({"ipv4":[")", subnet, R"("]})");
+  d.spec.template_.spec.containers.push_back({.name = "c", .image = "busybox"});
+  auto deploy = kube::Client<api::Deployment>(cluster_->rest()).Create(d);
+  ASSERT_TRUE(deploy.ok()) << deploy.status();
+  api::ReplicaSet rs;  // what the deployment controller would make (none runs here)
+  rs.metadata.name = "web-5d4f";
+  rs.metadata.namespace_ = ns_;
+  rs.metadata.owner_references.push_back(api::MakeOwnerReference(*deploy));
+  rs.spec.replicas = 2;
+  auto made_rs = kube::Client<api::ReplicaSet>(cluster_->rest()).Create(rs);
+  ASSERT_TRUE(made_rs.ok()) << made_rs.status();
+  api::Pod pod;
+  pod.metadata.name = "web-5d4f-x1";
+  pod.metadata.namespace_ = ns_;
+  pod.metadata.annotations = d.spec.template_.metadata.annotations;
+  pod.metadata.annotations["v1.multus-cni.io/default-network"] = kNad;
+  pod.metadata.owner_references.push_back(api::MakeOwnerReference(*made_rs));
+  pod.spec.node_name = NodeName("a");
+  pod.spec.containers.push_back({.name = "c", .image = "busybox"});
+  auto created = kube::Client<api::Pod>(cluster_->rest()).Create(pod);
+  ASSERT_TRUE(created.ok()) << created.status();
+  ASSERT_TRUE(net_->AddPodNetns(pod.metadata.name).ok());
+  CniOutcome add = Cni("ADD", *created, "a");
+  ASSERT_EQ(add.exit_code, 0) << add.Describe() << "\ncontroller log:\n" << ReadLog("controller.log");
+  EXPECT_EQ(add.json["ips"][0]["address"], "172.18.40.10/16");
+  auto pools = kube::Client<api::SpiderIPPool>(cluster_->rest()).List(
+      "", {.label_selector = base::StrCat("ipam.spidernet.io/owner-spider-subnet=", subnet)});
+  ASSERT_TRUE(pools.ok());
+  ASSERT_EQ(pools->items.size(), 1u);
+  const api::SpiderIPPool& auto_pool = pools->items[0];
+  EXPECT_EQ(auto_pool.spec.ips, std::vector<std::string>{"172.18.40.10-172.18.40.12"});
+  EXPECT_EQ(add.json["ips"][0].value("gateway", ""), "172.18.0.1");
+  EXPECT_EQ(Cni("DEL", *created, "a").exit_code, 0);
+  EXPECT_TRUE(Records(auto_pool.metadata.name).empty());
+  (void)kube::Client<api::Deployment>(cluster_->rest()).Delete(ns_, "web");
+  (void)kube::Client<api::ReplicaSet>(cluster_->rest()).Delete(ns_, "web-5d4f");
+  (void)kube::Client<api::SpiderSubnet>(cluster_->rest()).Delete("", subnet);
 }
 
 TEST_F(IpamNodeTest, BadInputGivesCniErrorsAndAllocatesNothing) {
