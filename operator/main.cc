@@ -10,7 +10,9 @@
 #include <malloc.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <csignal>
+#include <mutex>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -24,6 +26,7 @@
 #include "api/spider.h"
 #include "base/flags.h"
 #include "base/log.h"
+#include "base/status.h"
 #include "kube/controller/manager.h"
 #include "kube/informer/informer.h"
 #include "kube/leaderelection/lease_lock.h"
@@ -35,6 +38,7 @@
 #include "operator/ipam/pool_controller.h"
 #include "operator/multus/controller.h"
 #include "operator/subnet/controller.h"
+#include "operator/webhook/webhook_server.h"
 
 ABSL_FLAG(std::string, kubeconfig, "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)");
 ABSL_FLAG(std::string, namespace, "",
@@ -54,6 +58,16 @@ ABSL_FLAG(bool, enable_auto_pool_for_application, true,
           "enableAutoPoolForApplication (spiderpool-conf)");
 ABSL_FLAG(int, cluster_subnet_default_flexible_ip_number, 1,
           "clusterSubnetDefaultFlexibleIPNumber (spiderpool-conf)");
+ABSL_FLAG(int, webhook_port, 5722, "admission webhook HTTPS port (0 = any free port, -1 = off)");
+ABSL_FLAG(std::string, webhook_service_name, "spiderpool-controller",
+          "the Service in front of the webhook (certificate names)");
+ABSL_FLAG(std::string, webhook_cert_dir, "",
+          "tls.crt/tls.key directory (mounted Secret); empty = generate and keep them in the "
+          "Secret spiderpool-controller-server-certs, patching the caBundle");
+ABSL_FLAG(bool, webhook_create_configurations, false,
+          "create/replace the webhook configurations (setups without the chart: the demo)");
+ABSL_FLAG(bool, enable_validating_resources_deleted_webhook, false,
+          "refuse to delete pools/subnets with allocated IPs (upstream's switch)");
 ABSL_FLAG(double, qps, 50, "API client QPS");
 ABSL_FLAG(int, burst, 100, "API client burst");
 
@@ -165,6 +179,51 @@ int main(int argc, char** argv) {
       {.pools = &pools, .subnets = &subnets, .reserved_ips = &reserved,
        .statefulsets = &statefulsets});
   if (!auto_pools.ok()) return Fail("SpiderSubnet auto-pool controller", auto_pools.status());
+  // Admission webhooks (every replica serves them; no leader election).
+  if (absl::GetFlag(FLAGS_webhook_port) >= 0) {
+    const bool create_configs = absl::GetFlag(FLAGS_webhook_create_configurations);
+    op::webhook::WebhookServerOptions wo{
+        .port = absl::GetFlag(FLAGS_webhook_port),
+        .cert_dir = absl::GetFlag(FLAGS_webhook_cert_dir),
+        .service_name = absl::GetFlag(FLAGS_webhook_service_name),
+        .service_namespace = ns,
+        // Configurations created below get the CA themselves.
+        .patch_ca_bundle = !create_configs,
+        .validation = {.enable_ipv4 = absl::GetFlag(FLAGS_enable_ipv4),
+                       .enable_ipv6 = absl::GetFlag(FLAGS_enable_ipv6),
+                       .enable_spider_subnet = absl::GetFlag(FLAGS_enable_spider_subnet),
+                       .enable_validating_resources_deleted_webhook =
+                           absl::GetFlag(FLAGS_enable_validating_resources_deleted_webhook)},
+        .ippool_informer = &pools,
+        .subnet_informer = &subnets};
+    absl::StatusOr<std::unique_ptr<op::webhook::WebhookServer>> webhook =
+        op::webhook::WebhookServer::Create(*rest, std::move(wo));
+    if (!webhook.ok()) return Fail("webhook server", webhook.status());
+    if (manager.health() != nullptr) {
+      (void)manager.health()->AddReadyzCheck("webhook", (*webhook)->HealthCheck());
+    }
+    if (create_configs) {
+      manager.Add(std::make_unique<kube::FuncRunnable>(
+          "webhook-server", /*needs_leader=*/false,
+          [w = std::shared_ptr<op::webhook::WebhookServer>(std::move(*webhook))](
+              std::stop_token stop) -> absl::Status {
+            SP_RETURN_IF_ERROR(w->Start());
+            if (absl::Status s = w->EnsureConfigurations(); !s.ok()) {
+              w->Stop();
+              return s;
+            }
+            SP_LOG(Info).Msg("webhook serving").KV("port", w->port());
+            std::mutex mu;
+            std::condition_variable_any cv;
+            std::unique_lock<std::mutex> lock(mu);
+            cv.wait(lock, stop, [] { return false; });  // until stop is requested
+            w->Stop();
+            return absl::OkStatus();
+          }));
+    } else {
+      manager.Add(std::move(*webhook));
+    }
+  }
   manager.Add(InformerRunnable(&pools));
   manager.Add(InformerRunnable(&subnets));
   manager.Add(InformerRunnable(&reserved));

@@ -120,7 +120,7 @@ class IpamNodeTest : public ::testing::Test {
   void StartController() {
     auto p = base::Process::Start(
         {.argv = {Runfile("operator/spiderpool-controller"), "--kubeconfig=" + kubeconfig_,
-                  "--namespace=" + ns_, "--health-port=-1"},
+                  "--namespace=" + ns_, "--health-port=-1", "--webhook-port=-1"},
          .inherit_env = true,
          .output_file = tmp_ + "/controller.log"});
     ASSERT_TRUE(p.ok()) << p.status();

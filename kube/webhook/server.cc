@@ -1,0 +1,519 @@
+#include "kube/webhook/server.h"
+
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "api/codec.h"
+#include "base/log.h"
+#include "base/status.h"
+#include "base/strings.h"
+#include "httplib.h"
+#include "kube/webhook/json_patch.h"
+
+namespace spiderpool::kube::webhook {
+
+using base::Json;
+using base::StrCat;
+
+// ---- TLS material ---------------------------------------------------------------------------
+
+struct AdmissionServer::TlsMaterial {
+  X509* cert = nullptr;
+  EVP_PKEY* key = nullptr;
+  STACK_OF(X509)* chain = nullptr;  // intermediates after the leaf, may be empty
+  std::string cert_pem;
+  std::string key_pem;
+
+  TlsMaterial() = default;
+  TlsMaterial(const TlsMaterial&) = delete;
+  TlsMaterial& operator=(const TlsMaterial&) = delete;
+  ~TlsMaterial() {
+    if (chain != nullptr) sk_X509_pop_free(chain, X509_free);
+    if (key != nullptr) EVP_PKEY_free(key);
+    if (cert != nullptr) X509_free(cert);
+  }
+};
+
+namespace {
+
+std::string OpenSslError() {
+  unsigned long e = ERR_get_error();  // NOLINT(runtime/int): OpenSSL's type
+  ERR_clear_error();
+  if (e == 0) return "unknown OpenSSL error";
+  char buf[256];
+  ERR_error_string_n(e, buf, sizeof(buf));
+  return buf;
+}
+
+absl::StatusOr<std::shared_ptr<const AdmissionServer::TlsMaterial>> ParseMaterial(
+    const base::CertAndKey& ck) {
+  auto m = std::make_shared<AdmissionServer::TlsMaterial>();
+  m->cert_pem = ck.cert_pem;
+  m->key_pem = ck.key_pem;
+  {
+    BIO* bio = BIO_new_mem_buf(ck.cert_pem.data(), static_cast<int>(ck.cert_pem.size()));
+    if (bio == nullptr) return absl::InternalError("BIO_new_mem_buf failed");
+    m->cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
+    if (m->cert == nullptr) {
+      BIO_free(bio);
+      ERR_clear_error();
+      return absl::InvalidArgumentError("the serving certificate is not a PEM certificate");
+    }
+    m->chain = sk_X509_new_null();
+    while (X509* extra = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
+      sk_X509_push(m->chain, extra);
+    }
+    ERR_clear_error();  // the loop ends with a "no start line" error
+    BIO_free(bio);
+  }
+  {
+    BIO* bio = BIO_new_mem_buf(ck.key_pem.data(), static_cast<int>(ck.key_pem.size()));
+    if (bio == nullptr) return absl::InternalError("BIO_new_mem_buf failed");
+    m->key = PEM_read_bio_PrivateKey(bio, nullptr, nullptr, nullptr);
+    BIO_free(bio);
+    if (m->key == nullptr) {
+      ERR_clear_error();
+      return absl::InvalidArgumentError("the serving key is not a PEM private key");
+    }
+  }
+  if (X509_check_private_key(m->cert, m->key) != 1) {
+    ERR_clear_error();
+    return absl::InvalidArgumentError("the serving key does not match the certificate");
+  }
+  return std::shared_ptr<const AdmissionServer::TlsMaterial>(std::move(m));
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(StrCat("cannot open ", path));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return absl::DataLossError(StrCat("cannot read ", path));
+  return ss.str();
+}
+
+std::string ReasonFor(int status) {
+  switch (status) {
+    case 400: return "BadRequest";
+    case 404: return "NotFound";
+    case 405: return "MethodNotAllowed";
+    case 413: return "RequestEntityTooLarge";
+    case 415: return "UnsupportedMediaType";
+    default: return "InternalError";
+  }
+}
+
+bool IsJsonContentType(std::string_view ct) {
+  size_t semi = ct.find(';');
+  std::string_view media = ct.substr(0, semi);
+  while (!media.empty() && media.back() == ' ') media.remove_suffix(1);
+  return media == "application/json";
+}
+
+HttpReply ReviewReply(const api::AdmissionReview& review) {
+  HttpReply r;
+  r.status = 200;
+  r.content_type = "application/json";
+  r.body = base::DumpJson(api::Encode(review));
+  return r;
+}
+
+api::AdmissionResponse ResponseFor(std::string_view uid, const Decision& d) {
+  api::AdmissionResponse out;
+  if (d.allowed) {
+    out = api::Allow(uid);
+    if (d.status.has_value()) out.result = d.status;
+  } else if (d.status.has_value()) {
+    out = api::DenyWithStatus(uid, *d.status);
+  } else {
+    out = api::Deny(uid, 403, "denied by the admission webhook");
+  }
+  out.warnings = d.warnings;
+  return out;
+}
+
+// The string at obj[key], or "" (absent / not a string).
+std::string StringAt(const Json& obj, std::string_view key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->is_string()) return "";
+  return it->get<std::string>();
+}
+
+}  // namespace
+
+HttpReply ErrorReply(int status, std::string_view message) {
+  Json s = {{"kind", "Status"},
+            {"apiVersion", "v1"},
+            {"metadata", Json::object()},
+            {"status", "Failure"},
+            {"message", std::string(message)},
+            {"reason", ReasonFor(status)},
+            {"code", status}};
+  return HttpReply{.status = status, .content_type = "application/json",
+                   .body = base::DumpJson(s)};
+}
+
+Decision Decision::Deny(api::Status status) {
+  Decision d;
+  d.allowed = false;
+  if (status.status.empty()) status.status = "Failure";
+  d.status = std::move(status);
+  return d;
+}
+
+Decision Decision::Deny(int32_t code, std::string_view message) {
+  api::AdmissionResponse r = api::Deny("", code, message);
+  return Deny(*r.result);
+}
+
+// ---- the listener ---------------------------------------------------------------------------
+
+struct AdmissionServer::Listener {
+  std::unique_ptr<httplib::SSLServer> server;
+  std::thread thread;
+};
+
+namespace {
+
+// OpenSSL's certificate callback: runs in every handshake, before the server certificate is
+// chosen; installs the server's current certificate on this connection.
+int SelectCertificate(SSL* ssl, void* arg) {
+  auto* server = static_cast<AdmissionServer*>(arg);
+  std::shared_ptr<const AdmissionServer::TlsMaterial> m = server->CurrentMaterial();
+  if (m == nullptr) return 0;
+  if (SSL_use_cert_and_key(ssl, m->cert, m->key, m->chain, /*override=*/1) != 1) {
+    SP_LOG(Error).Msg("cannot use the serving certificate").KV("err", OpenSslError());
+    return 0;
+  }
+  return 1;
+}
+
+constexpr char kTls12Ciphers[] =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
+    "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+    "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+
+}  // namespace
+
+AdmissionServer::AdmissionServer(ServerOptions options)
+    : options_(std::move(options)),
+      clock_(options_.clock != nullptr ? *options_.clock : base::RealClock::Get()) {}
+
+AdmissionServer::~AdmissionServer() { Stop(); }
+
+void AdmissionServer::Validating(std::string path, ValidatingHandler handler) {
+  std::unique_lock<std::shared_mutex> l(handlers_mu_);
+  mutating_.erase(path);
+  validating_[std::move(path)] = std::move(handler);
+}
+
+void AdmissionServer::Mutating(std::string path, MutatingHandler handler) {
+  std::unique_lock<std::shared_mutex> l(handlers_mu_);
+  validating_.erase(path);
+  mutating_[std::move(path)] = std::move(handler);
+}
+
+std::vector<std::string> AdmissionServer::Paths() const {
+  std::shared_lock<std::shared_mutex> l(handlers_mu_);
+  std::vector<std::string> out;
+  for (const auto& [p, h] : mutating_) out.push_back(p);
+  for (const auto& [p, h] : validating_) out.push_back(p);
+  return out;
+}
+
+std::shared_ptr<const AdmissionServer::TlsMaterial> AdmissionServer::CurrentMaterial() const {
+  std::lock_guard<std::mutex> l(cert_mu_);
+  return material_;
+}
+
+std::string AdmissionServer::CertificatePem() const {
+  auto m = CurrentMaterial();
+  return m == nullptr ? "" : m->cert_pem;
+}
+
+absl::StatusOr<base::CertAndKey> AdmissionServer::ReadSource() const {
+  if (options_.cert_provider) return options_.cert_provider();
+  if (!options_.cert_file.empty() || !options_.key_file.empty()) {
+    base::CertAndKey ck;
+    SP_ASSIGN_OR_RETURN(ck.cert_pem, ReadFile(options_.cert_file));
+    SP_ASSIGN_OR_RETURN(ck.key_pem, ReadFile(options_.key_file));
+    return ck;
+  }
+  return absl::FailedPreconditionError(
+      "no serving certificate source (cert_file/key_file or cert_provider)");
+}
+
+absl::Status AdmissionServer::Install(const base::CertAndKey& cert, bool count_reload) {
+  {
+    auto current = CurrentMaterial();
+    if (current != nullptr && current->cert_pem == cert.cert_pem &&
+        current->key_pem == cert.key_pem) {
+      return absl::OkStatus();
+    }
+  }
+  SP_ASSIGN_OR_RETURN(std::shared_ptr<const TlsMaterial> m, ParseMaterial(cert));
+  bool replaced = false;
+  {
+    std::lock_guard<std::mutex> l(cert_mu_);
+    replaced = material_ != nullptr;
+    material_ = std::move(m);
+  }
+  if (replaced && count_reload) {
+    stats_.cert_reloads.fetch_add(1);
+    SP_LOG(Info).Msg("webhook serving certificate reloaded");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AdmissionServer::ReloadCertificate() {
+  SP_ASSIGN_OR_RETURN(base::CertAndKey ck, ReadSource());
+  return Install(ck, /*count_reload=*/true);
+}
+
+absl::Status AdmissionServer::SetCertificate(const base::CertAndKey& cert) {
+  return Install(cert, /*count_reload=*/true);
+}
+
+void AdmissionServer::ReloadLoop(std::stop_token stop) {
+  std::string last_error;
+  while (clock_.SleepFor(options_.cert_reload_interval, stop)) {
+    absl::Status s = ReloadCertificate();
+    std::string err = s.ok() ? "" : std::string(s.message());
+    if (!s.ok() && err != last_error) {
+      SP_LOG(Warning).Msg("cannot reload the webhook serving certificate; keeping the current one")
+          .KV("err", err);
+    }
+    last_error = err;
+  }
+}
+
+absl::Status AdmissionServer::Start() {
+  std::lock_guard<std::mutex> l(run_mu_);
+  if (listener_ != nullptr) return absl::FailedPreconditionError("already started");
+  const bool has_source = options_.cert_provider || !options_.cert_file.empty() ||
+                          !options_.key_file.empty();
+  if (has_source) {
+    absl::Status s = ReloadCertificate();
+    if (!s.ok() && CurrentMaterial() == nullptr) {
+      return base::Annotate(s, "loading the webhook serving certificate");
+    }
+  }
+  if (CurrentMaterial() == nullptr) {
+    return absl::FailedPreconditionError("no webhook serving certificate");
+  }
+
+  auto listener = std::make_unique<Listener>();
+  listener->server = std::make_unique<httplib::SSLServer>([this](SSL_CTX& ctx) -> bool {
+    if (SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION) != 1) return false;
+    SSL_CTX_set_options(&ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
+                                  SSL_OP_CIPHER_SERVER_PREFERENCE);
+    if (SSL_CTX_set_cipher_list(&ctx, kTls12Ciphers) != 1) return false;
+    SSL_CTX_set_cert_cb(&ctx, &SelectCertificate, this);
+    // No TLS 1.3 session tickets: kube-apiserver's webhook client does not resume sessions,
+    // so the two ticket messages after every handshake would be wasted work.
+    SSL_CTX_set_num_tickets(&ctx, 0);
+    return true;
+  });
+  httplib::SSLServer& srv = *listener->server;
+  if (!srv.is_valid()) return absl::InternalError("cannot set up the TLS context");
+  srv.set_tcp_nodelay(true);
+  const int threads = std::max(options_.worker_threads, 2);
+  srv.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  srv.set_keep_alive_timeout(
+      std::max<time_t>(1, absl::ToInt64Seconds(options_.keep_alive_timeout)));
+  srv.set_keep_alive_max_count(100000);
+  srv.set_read_timeout(std::max<time_t>(1, absl::ToInt64Seconds(options_.read_timeout)));
+  srv.set_payload_max_length(options_.max_request_bytes);
+  auto bridge = [this](const httplib::Request& req, httplib::Response& res) {
+    HttpRequest in;
+    in.method = req.method;
+    in.path = req.path;
+    in.content_type = req.get_header_value("Content-Type");
+    in.body = req.body;
+    HttpReply out = Handle(in);
+    res.status = out.status;
+    res.set_content(out.body, out.content_type.c_str());
+  };
+  srv.Get(".*", bridge);
+  srv.Post(".*", bridge);
+  srv.Put(".*", bridge);
+  srv.Patch(".*", bridge);
+  srv.Delete(".*", bridge);
+  srv.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+        HttpReply r = ErrorReply(500, "internal error while handling the request");
+        res.status = r.status;
+        res.set_content(r.body, r.content_type.c_str());
+      });
+
+  int port = 0;
+  if (options_.port == 0) {
+    port = srv.bind_to_any_port(options_.host);
+  } else {
+    port = srv.bind_to_port(options_.host, options_.port) ? options_.port : -1;
+  }
+  if (port <= 0) {
+    return absl::UnavailableError(StrCat("cannot bind ", options_.host, ":", options_.port));
+  }
+  listener->thread = std::thread([s = &srv] { s->listen_after_bind(); });
+  // stop() is a no-op until the listener runs: wait for it so Stop() can never hang.
+  for (int i = 0; i < 10000 && !srv.is_running(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (!srv.is_running()) {
+    srv.stop();
+    listener->thread.join();
+    return absl::InternalError("the HTTPS listener did not start");
+  }
+  port_.store(port);
+  listener_ = std::move(listener);
+  if (has_source && options_.cert_reload_interval > absl::ZeroDuration()) {
+    reload_thread_ = std::jthread([this](std::stop_token stop) { ReloadLoop(stop); });
+  }
+  SP_LOG(Info).Msg("admission webhook server listening")
+      .KV("address", StrCat(options_.host, ":", port));
+  return absl::OkStatus();
+}
+
+void AdmissionServer::Stop() {
+  std::unique_ptr<Listener> listener;
+  {
+    std::lock_guard<std::mutex> l(run_mu_);
+    listener = std::move(listener_);
+  }
+  if (reload_thread_.joinable()) {
+    reload_thread_.request_stop();
+    reload_thread_.join();
+  }
+  if (listener == nullptr) return;
+  listener->server->stop();
+  if (listener->thread.joinable()) listener->thread.join();
+}
+
+bool AdmissionServer::running() const {
+  std::lock_guard<std::mutex> l(run_mu_);
+  return listener_ != nullptr;
+}
+
+int AdmissionServer::port() const { return port_.load(); }
+
+ServerStats AdmissionServer::stats() const {
+  return ServerStats{.requests = stats_.requests.load(),
+                     .denied = stats_.denied.load(),
+                     .bad_requests = stats_.bad_requests.load(),
+                     .cert_reloads = stats_.cert_reloads.load()};
+}
+
+// ---- request handling -----------------------------------------------------------------------
+
+HttpReply AdmissionServer::Handle(const HttpRequest& request) const {
+  HttpReply reply;
+  if (request.path == kHealthCheckPath) {
+    if (request.method == "GET" || request.method == "HEAD") {
+      reply.status = 200;
+      reply.content_type = "text/plain; charset=utf-8";
+      reply.body = "ok";
+      return reply;
+    }
+    reply = ErrorReply(405, StrCat("method ", request.method, " not allowed on ",
+                                   kHealthCheckPath));
+  } else {
+    reply = HandleReview(request);
+  }
+  if (reply.status >= 400 && reply.status < 500) stats_.bad_requests.fetch_add(1);
+  return reply;
+}
+
+HttpReply AdmissionServer::HandleReview(const HttpRequest& request) const {
+  ValidatingHandler validating;
+  MutatingHandler mutating;
+  {
+    std::shared_lock<std::shared_mutex> l(handlers_mu_);
+    if (auto it = validating_.find(request.path); it != validating_.end()) {
+      validating = it->second;
+    } else if (auto mt = mutating_.find(request.path); mt != mutating_.end()) {
+      mutating = mt->second;
+    }
+  }
+  if (!validating && !mutating) {
+    return ErrorReply(404, StrCat("no admission webhook at ", request.path));
+  }
+  if (request.method != "POST") {
+    return ErrorReply(405, StrCat("method ", request.method, " not allowed; POST an "
+                                  "AdmissionReview"));
+  }
+  if (request.body.size() > options_.max_request_bytes) {
+    return ErrorReply(413, StrCat("request entity is too large; limit is ",
+                                  options_.max_request_bytes, " bytes"));
+  }
+  if (request.body.empty()) return ErrorReply(400, "request body is empty");
+  if (!IsJsonContentType(request.content_type)) {
+    return ErrorReply(400, StrCat("contentType=", request.content_type,
+                                  ", expected application/json"));
+  }
+  absl::StatusOr<Json> parsed = base::ParseJson(request.body);
+  if (!parsed.ok()) {
+    return ErrorReply(400, StrCat("couldn't decode the AdmissionReview: ",
+                                  base::FromAbsl(parsed.status().message())));
+  }
+  if (!parsed->is_object()) {
+    return ErrorReply(400, "couldn't decode the AdmissionReview: not a JSON object");
+  }
+  const std::string api_version = StringAt(*parsed, "apiVersion");
+  const std::string kind = StringAt(*parsed, "kind");
+  if (api_version != api::kAdmissionApiVersion || kind != api::kAdmissionReviewKind) {
+    return ErrorReply(400, StrCat("unsupported AdmissionReview apiVersion \"", api_version,
+                                  "\" kind \"", kind, "\": this webhook serves ",
+                                  api::kAdmissionApiVersion, " ", api::kAdmissionReviewKind));
+  }
+  absl::StatusOr<api::AdmissionReview> review = api::Decode<api::AdmissionReview>(*parsed);
+  if (!review.ok()) {
+    return ErrorReply(400, StrCat("couldn't decode the AdmissionReview: ",
+                                  base::FromAbsl(review.status().message())));
+  }
+  if (absl::Status s = api::ValidateRequestReview(*review); !s.ok()) {
+    return ErrorReply(400, base::FromAbsl(s.message()));
+  }
+  const api::AdmissionRequest& req = *review->request;
+
+  api::AdmissionResponse response;
+  if (validating) {
+    response = ResponseFor(req.uid, validating(req));
+  } else {
+    Mutation m = mutating(req);
+    response = ResponseFor(req.uid, m.decision);
+    const bool patchable = req.operation == api::kOperationCreate ||
+                           req.operation == api::kOperationUpdate;
+    if (m.decision.allowed && patchable && req.object.is_object() && m.object.is_object()) {
+      Json patch = CreateJsonPatch(req.object, m.object);
+      if (!m.round_trip.is_null() && !patch.empty()) {
+        patch = DropRoundTripOperations(patch, CreateJsonPatch(req.object, m.round_trip));
+      }
+      if (!patch.empty()) {
+        absl::StatusOr<api::AdmissionResponse> with_patch = api::AllowWithPatch(req.uid, patch);
+        if (!with_patch.ok()) {
+          response = api::Deny(req.uid, 500, StrCat("cannot encode the JSON patch: ",
+                                                    base::FromAbsl(
+                                                        with_patch.status().message())));
+        } else {
+          with_patch->warnings = response.warnings;
+          with_patch->result = response.result;
+          response = *std::move(with_patch);
+        }
+      }
+    }
+  }
+  stats_.requests.fetch_add(1);
+  if (!response.allowed) stats_.denied.fetch_add(1);
+  return ReviewReply(api::MakeResponseReview(*review, std::move(response)));
+}
+
+}  // namespace spiderpool::kube::webhook
