@@ -194,6 +194,8 @@ int main(int argc, char** argv) {
                        .enable_spider_subnet = absl::GetFlag(FLAGS_enable_spider_subnet),
                        .enable_validating_resources_deleted_webhook =
                            absl::GetFlag(FLAGS_enable_validating_resources_deleted_webhook)},
+        // We ship the SpiderClaimParameter CRD (the DRA driver's claim parameters).
+        .enable_claim_parameter = true,
         .ippool_informer = &pools,
         .subnet_informer = &subnets};
     absl::StatusOr<std::unique_ptr<op::webhook::WebhookServer>> webhook =

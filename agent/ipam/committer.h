@@ -88,9 +88,10 @@ class GroupCommitter {
         newer;
   };
 
-  // Conflicts are retried at once with a fresh read, then with a short, fully jittered pause
-  // that de-synchronises agents colliding on the same pool (`conflict`); 429 / 5xx / timeouts
-  // back off longer (`retry`).
+  // Conflicts are retried at once with the winner's version, then after a short, fully
+  // jittered pause that de-synchronises colliding agents (`conflict`; a lower cap measured
+  // worse: more attempts, each re-encoding the whole status); the winner waits the write
+  // window before its next batch; 429 / 5xx / timeouts back off longer (`retry`).
   GroupCommitter(PoolStore* store, Hooks hooks, base::Clock* clock = nullptr,
                  base::BackoffPolicy conflict = {.initial = absl::Milliseconds(1),
                                                  .max = absl::Milliseconds(64),
@@ -113,11 +114,21 @@ class GroupCommitter {
     while (!pending.finished) {
       if (!slot->committing) {
         slot->committing = true;
+        // Fairness across agents: right after this agent wrote the pool it holds the newest
+        // version and would win the next race too, starving the others. Hold the next batch
+        // until the write window has passed (it collects more mutations meanwhile).
+        const absl::Time not_before = slot->last_commit + write_window_;
+        if (clock_->Now() < not_before) {
+          slot->mu.Unlock();
+          clock_->SleepUntil(not_before);
+          slot->mu.Lock();
+        }
         std::vector<Pending*> batch(slot->queue.begin(), slot->queue.end());
         slot->queue.clear();
         slot->mu.Unlock();
         Commit(pool, slot, batch);
         slot->mu.Lock();
+        slot->last_commit = clock_->Now();
         slot->committing = false;
         slot->cv.SignalAll();
       } else {
@@ -126,6 +137,9 @@ class GroupCommitter {
     }
     return pending.result;
   }
+
+  // Minimum time between two batches of one pool from this committer (see Run).
+  void set_write_window(absl::Duration d) { write_window_ = d; }
 
   CommitterStats stats() const {
     absl::MutexLock lock(&stats_mu_);
@@ -144,6 +158,7 @@ class GroupCommitter {
     absl::CondVar cv;
     std::deque<Pending*> queue;
     bool committing = false;
+    absl::Time last_commit = absl::InfinitePast();
     // The pool as we last wrote or read it; only the committer touches it.
     std::optional<api::SpiderIPPool> last;
   };
@@ -331,6 +346,7 @@ class GroupCommitter {
   base::Clock* clock_;
   base::BackoffPolicy conflict_;
   base::BackoffPolicy retry_;
+  absl::Duration write_window_ = absl::Milliseconds(10);
   absl::Mutex slots_mu_;
   std::map<std::string, std::unique_ptr<Slot>> slots_;
   mutable absl::Mutex stats_mu_;
