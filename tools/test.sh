@@ -21,8 +21,12 @@ LOG_DIR=$(mktemp -d /tmp/spiderpool-test-XXXXXX)
 run_bazel_tests() {
   local name=$1; shift
   local log="$LOG_DIR/$name.log"
-  echo "=== bazel test ($name) $*"
-  bazel test --keep_going "$@" //... 2>&1 | tee "$log"
+  # Each sanitizer config gets its own output base: configs share bazel-out/k8-fastbuild, so
+  # switching configs in one output base would rebuild everything every time.
+  local startup=()
+  [[ $name != default ]] && startup=(--output_base="$HOME/.cache/bazel-$name")
+  echo "=== bazel ${startup[*]} test ($name) $*"
+  bazel "${startup[@]}" test --keep_going "$@" //... 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
   local p f
   p=$(grep -cE '^//[^ ]+ +(\(cached\) )?PASSED' "$log")
