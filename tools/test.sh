@@ -26,7 +26,10 @@ run_bazel_tests() {
   local startup=()
   [[ $name != default ]] && startup=(--output_base="$HOME/.cache/bazel-$name")
   echo "=== bazel ${startup[*]} test ($name) $*"
-  bazel "${startup[@]}" test --keep_going "$@" //... 2>&1 | tee "$log"
+  # No convenience symlinks: a bazel-<dir> link into one output base is a foreign directory
+  # tree to the others, which would then try to load packages from it (.bazelignore covers
+  # links left by earlier interactive builds).
+  bazel "${startup[@]}" test --symlink_prefix=/ --keep_going "$@" //... 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
   local p f
   p=$(grep -cE '^//[^ ]+ +(\(cached\) )?PASSED' "$log")
