@@ -57,12 +57,12 @@ int Fail(std::string_view what, const absl::Status& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // The agent is small and long-lived; keep its footprint flat: few malloc arenas (per-thread
+  // The agent is small and long-lived; keep its footprint flat: one malloc arena (per-thread
   // arenas only grow RSS), and the big transient buffers (a pool's status JSON can be
   // hundreds of KB) in their own mappings, returned to the kernel when freed instead of
   // fragmenting the heap.
-  mallopt(M_ARENA_MAX, 2);
-  mallopt(M_MMAP_THRESHOLD, 64 * 1024);
+  mallopt(M_ARENA_MAX, 1);
+  mallopt(M_MMAP_THRESHOLD, 32 * 1024);
   mallopt(M_TRIM_THRESHOLD, 256 * 1024);
   base::ParseFlags(argc, argv, "spiderpool-agent: per-node IPAM for Spiderpool");
 
