@@ -173,12 +173,14 @@ absl::StatusOr<Json> DynamicClient::ListAll(std::string_view ns, ListOptions opt
   }
 }
 
-absl::StatusOr<Json> DynamicClient::Create(const Json& object, const CreateOptions& options) const {
-  SP_ASSIGN_OR_RETURN(std::string path, ObjectPath(object, "", /*with_name=*/false));
+absl::StatusOr<Json> DynamicClient::Write(std::string_view method, const Json& object,
+                                          std::string_view subresource, bool with_name,
+                                          const CreateOptions& options) const {
+  SP_ASSIGN_OR_RETURN(std::string path, ObjectPath(object, subresource, with_name));
   Json body = object;
   SetTypeMeta(resource_, &body);
   Request r;
-  r.method = "POST";
+  r.method = std::string(method);
   r.path = path;
   r.body = base::DumpJson(body);
   AddWriteQuery(options.dry_run, options.field_manager, &r.query);
@@ -186,31 +188,17 @@ absl::StatusOr<Json> DynamicClient::Create(const Json& object, const CreateOptio
   return ParseBody(resp, r.path);
 }
 
+absl::StatusOr<Json> DynamicClient::Create(const Json& object, const CreateOptions& options) const {
+  return Write("POST", object, "", /*with_name=*/false, options);
+}
+
 absl::StatusOr<Json> DynamicClient::Update(const Json& object, const UpdateOptions& options) const {
-  SP_ASSIGN_OR_RETURN(std::string path, ObjectPath(object, "", /*with_name=*/true));
-  Json body = object;
-  SetTypeMeta(resource_, &body);
-  Request r;
-  r.method = "PUT";
-  r.path = path;
-  r.body = base::DumpJson(body);
-  AddWriteQuery(options.dry_run, options.field_manager, &r.query);
-  SP_ASSIGN_OR_RETURN(Response resp, rest_->Do(r));
-  return ParseBody(resp, r.path);
+  return Write("PUT", object, "", /*with_name=*/true, options);
 }
 
 absl::StatusOr<Json> DynamicClient::UpdateStatus(const Json& object,
                                                  const UpdateOptions& options) const {
-  SP_ASSIGN_OR_RETURN(std::string path, ObjectPath(object, "status", /*with_name=*/true));
-  Json body = object;
-  SetTypeMeta(resource_, &body);
-  Request r;
-  r.method = "PUT";
-  r.path = path;
-  r.body = base::DumpJson(body);
-  AddWriteQuery(options.dry_run, options.field_manager, &r.query);
-  SP_ASSIGN_OR_RETURN(Response resp, rest_->Do(r));
-  return ParseBody(resp, r.path);
+  return Write("PUT", object, "status", /*with_name=*/true, options);
 }
 
 absl::Status DynamicClient::Delete(std::string_view ns, std::string_view name,

@@ -111,6 +111,10 @@ class DynamicClient {
  private:
   absl::StatusOr<std::string> ObjectPath(const base::Json& object,
                                          std::string_view subresource, bool with_name) const;
+  // POST/PUT of `object` (apiVersion/kind filled in) to its collection or object path.
+  absl::StatusOr<base::Json> Write(std::string_view method, const base::Json& object,
+                                   std::string_view subresource, bool with_name,
+                                   const CreateOptions& options) const;
   std::shared_ptr<RestClient> rest_;
   api::ResourceInfo resource_;
 };
