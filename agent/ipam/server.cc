@@ -11,6 +11,7 @@
 #include <httplib.h>
 
 #include "base/log.h"
+#include "base/status.h"
 #include "base/strings.h"
 
 namespace spiderpool::agent::ipam {
@@ -105,6 +106,35 @@ void IpamServer::Stop() {
   ::unlink(options_.socket_path.c_str());
 }
 
+// Admission (429 beyond max_in_flight), readiness (503), body decoding (400), then `call`
+// with the request deadline; its error becomes the status of ipamapi::HttpStatusFor.
+template <typename Args, typename Call>
+void IpamServer::Serve(const httplib::Request& req, httplib::Response& res, std::string_view what,
+                       Call call) {
+  Slot slot(in_flight_, options_.max_in_flight);
+  if (!slot.admitted()) {
+    ReplyError(res, ipamapi::kStatusTooManyRequests,
+               "the agent has too many IPAM requests in flight; try again later");
+    return;
+  }
+  if (!backend_->Ready()) {
+    ReplyError(res, ipamapi::kStatusServiceUnavailable, "the agent is starting: caches not synced");
+    return;
+  }
+  absl::StatusOr<Args> args = ipamapi::FromJson<Args>(req.body);
+  if (!args.ok()) {
+    ReplyError(res, ipamapi::kStatusBadRequest,
+               base::StrCat("bad IPAM ", what, " request: ", base::FromAbsl(args.status().message())));
+    return;
+  }
+  absl::StatusOr<std::string> body = call(*args, absl::Now() + options_.request_timeout);
+  if (!body.ok()) {
+    ReplyError(res, ipamapi::HttpStatusFor(body.status()), base::FromAbsl(body.status().message()));
+    return;
+  }
+  Reply(res, ipamapi::kStatusOK, *std::move(body));
+}
+
 void IpamServer::Install() {
   const std::string healthy(ipamapi::kHealthyPath);
   const std::string ip(ipamapi::kIPPath);
@@ -118,54 +148,20 @@ void IpamServer::Install() {
   });
 
   http_->Post(ip, [this](const httplib::Request& req, httplib::Response& res) {
-    Slot slot(in_flight_, options_.max_in_flight);
-    if (!slot.admitted()) {
-      ReplyError(res, ipamapi::kStatusTooManyRequests,
-                 "the agent has too many IPAM requests in flight; try again later");
-      return;
-    }
-    if (!backend_->Ready()) {
-      ReplyError(res, ipamapi::kStatusServiceUnavailable, "the agent is starting: caches not synced");
-      return;
-    }
-    absl::StatusOr<ipamapi::IpamAddArgs> args = ipamapi::FromJson<ipamapi::IpamAddArgs>(req.body);
-    if (!args.ok()) {
-      ReplyError(res, ipamapi::kStatusBadRequest,
-                 base::StrCat("bad IPAM add request: ", base::FromAbsl(args.status().message())));
-      return;
-    }
-    absl::StatusOr<ipamapi::IpamAddResponse> out =
-        backend_->Allocate(*args, absl::Now() + options_.request_timeout);
-    if (!out.ok()) {
-      ReplyError(res, ipamapi::HttpStatusFor(out.status()), base::FromAbsl(out.status().message()));
-      return;
-    }
-    Reply(res, ipamapi::kStatusOK, ipamapi::ToJson(*out));
+    Serve<ipamapi::IpamAddArgs>(req, res, "add", [this](const ipamapi::IpamAddArgs& args,
+                                                        absl::Time deadline) -> absl::StatusOr<std::string> {
+      absl::StatusOr<ipamapi::IpamAddResponse> out = backend_->Allocate(args, deadline);
+      if (!out.ok()) return out.status();
+      return ipamapi::ToJson(*out);
+    });
   });
 
   http_->Delete(ip, [this](const httplib::Request& req, httplib::Response& res) {
-    Slot slot(in_flight_, options_.max_in_flight);
-    if (!slot.admitted()) {
-      ReplyError(res, ipamapi::kStatusTooManyRequests,
-                 "the agent has too many IPAM requests in flight; try again later");
-      return;
-    }
-    if (!backend_->Ready()) {
-      ReplyError(res, ipamapi::kStatusServiceUnavailable, "the agent is starting: caches not synced");
-      return;
-    }
-    absl::StatusOr<ipamapi::IpamDelArgs> args = ipamapi::FromJson<ipamapi::IpamDelArgs>(req.body);
-    if (!args.ok()) {
-      ReplyError(res, ipamapi::kStatusBadRequest,
-                 base::StrCat("bad IPAM delete request: ", base::FromAbsl(args.status().message())));
-      return;
-    }
-    absl::Status st = backend_->Release(*args, absl::Now() + options_.request_timeout);
-    if (!st.ok()) {
-      ReplyError(res, ipamapi::HttpStatusFor(st), base::FromAbsl(st.message()));
-      return;
-    }
-    Reply(res, ipamapi::kStatusOK, "{}");
+    Serve<ipamapi::IpamDelArgs>(req, res, "delete", [this](const ipamapi::IpamDelArgs& args,
+                                                           absl::Time deadline) -> absl::StatusOr<std::string> {
+      SP_RETURN_IF_ERROR(backend_->Release(args, deadline));
+      return std::string("{}");
+    });
   });
 }
 

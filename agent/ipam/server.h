@@ -10,6 +10,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "absl/status/status.h"
@@ -19,6 +20,8 @@
 
 namespace httplib {
 class Server;
+struct Request;
+struct Response;
 }
 
 namespace spiderpool::agent::ipam {
@@ -56,6 +59,8 @@ class IpamServer {
  private:
   IpamServer(ServerOptions options, IpamBackend* backend);
   void Install();
+  template <typename Args, typename Call>
+  void Serve(const httplib::Request& req, httplib::Response& res, std::string_view what, Call call);
 
   ServerOptions options_;
   IpamBackend* backend_;
