@@ -44,11 +44,6 @@ namespace {
 
 using namespace spiderpool;
 
-std::string EnvOr(const char* name, std::string fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? std::string(v) : fallback;
-}
-
 int Fail(std::string_view what, const absl::Status& s) {
   std::cerr << "spiderpool-agent: " << what << ": " << s << "\n";
   return 1;
@@ -67,7 +62,7 @@ int main(int argc, char** argv) {
   base::ParseFlags(argc, argv, "spiderpool-agent: per-node IPAM for Spiderpool");
 
   const std::string node = absl::GetFlag(FLAGS_node_name).empty()
-                               ? EnvOr("SPIDERPOOL_NODE_NAME", "")
+                               ? base::EnvOr("SPIDERPOOL_NODE_NAME", "")
                                : absl::GetFlag(FLAGS_node_name);
   if (node.empty()) {
     std::cerr << "spiderpool-agent: --node-name (or $SPIDERPOOL_NODE_NAME) is required\n";
@@ -105,7 +100,7 @@ int main(int argc, char** argv) {
   agent::ipam::ServiceOptions options{
       .node_name = node,
       .agent_namespace = absl::GetFlag(FLAGS_agent_namespace).empty()
-                             ? EnvOr("SPIDERPOOL_POD_NAMESPACE", "kube-system")
+                             ? base::EnvOr("SPIDERPOOL_POD_NAMESPACE", "kube-system")
                              : absl::GetFlag(FLAGS_agent_namespace),
       .config = ipam_config,
       .registry = &kube::metrics::Registry::Default()};

@@ -1,6 +1,7 @@
 #include "base/flags.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
@@ -25,6 +26,11 @@ std::vector<std::string> ParseFlags(int argc, char** argv, const char* usage) {
   for (std::string& s : storage) args.push_back(s.data());
   std::vector<char*> rest = absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
   return {rest.begin(), rest.end()};
+}
+
+std::string EnvOr(const char* name, std::string fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::string(v) : fallback;
 }
 
 }  // namespace spiderpool::base

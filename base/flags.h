@@ -10,4 +10,7 @@ namespace spiderpool::base {
 // Returns the positional arguments (argv[0] first), as absl::ParseCommandLine does.
 std::vector<std::string> ParseFlags(int argc, char** argv, const char* usage);
 
+// $name when set and non-empty, else `fallback` (flag defaults from a pod's environment).
+std::string EnvOr(const char* name, std::string fallback);
+
 }  // namespace spiderpool::base

@@ -75,11 +75,6 @@ namespace {
 
 using namespace spiderpool;
 
-std::string EnvOr(const char* name, std::string fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? std::string(v) : fallback;
-}
-
 int Fail(std::string_view what, const absl::Status& s) {
   std::cerr << "spiderpool-controller: " << what << ": " << s << "\n";
   return 1;
@@ -101,7 +96,7 @@ int main(int argc, char** argv) {
   mallopt(M_ARENA_MAX, 2);
   base::ParseFlags(argc, argv, "spiderpool-controller: the cluster side of Spiderpool");
   const std::string ns = absl::GetFlag(FLAGS_namespace).empty()
-                             ? EnvOr("SPIDERPOOL_POD_NAMESPACE", "kube-system")
+                             ? base::EnvOr("SPIDERPOOL_POD_NAMESPACE", "kube-system")
                              : absl::GetFlag(FLAGS_namespace);
 
   absl::StatusOr<kube::Config> config = absl::GetFlag(FLAGS_kubeconfig).empty()
