@@ -276,6 +276,12 @@ absl::StatusOr<sp::PodOwner> IpamService::ResolveOwner(const api::Pod& pod) {
     parent_kind = ResourceOf("batch", "Job", "jobs");
   }
   if (parent_kind.has_value()) {
+    // A ReplicaSet's or Job's controller never changes: remember it, so that a Deployment's
+    // pods cost no extra GET on the IPAM path after the first.
+    {
+      absl::MutexLock lock(&owners_mu_);
+      if (auto it = top_owners_.find(ref->uid); it != top_owners_.end()) return it->second;
+    }
     absl::StatusOr<base::Json> obj =
         kube::DynamicClient(rest_, *parent_kind).Get(pod.metadata.namespace_, ref->name);
     if (obj.ok()) {
@@ -285,7 +291,10 @@ absl::StatusOr<sp::PodOwner> IpamService::ResolveOwner(const api::Pod& pod) {
       if (const api::OwnerReference* top = ControllerOf(meta); top != nullptr) {
         owner = {.api_version = top->api_version, .kind = top->kind,
                  .namespace_ = pod.metadata.namespace_, .name = top->name, .uid = top->uid};
-      } else {
+        absl::MutexLock lock(&owners_mu_);
+        if (top_owners_.size() >= kMaxCachedOwners) top_owners_.clear();
+        top_owners_[ref->uid] = owner;
+      } else {  // no parent: its replicas may change, so this answer is not cached
         owner.replicas = IntAt(*obj, {"spec", "replicas"});
       }
     }

@@ -180,6 +180,11 @@ class IpamService : public IpamBackend {
   absl::Mutex pool_events_mu_;
   absl::CondVar pool_events_cv_;
 
+  // ReplicaSet/Job UID -> its top controller (Deployment/CronJob); bounded.
+  static constexpr size_t kMaxCachedOwners = 4096;
+  absl::Mutex owners_mu_;
+  std::map<std::string, ::spiderpool::ipam::PodOwner> top_owners_ ABSL_GUARDED_BY(owners_mu_);
+
   absl::Mutex locks_mu_;
   std::map<std::string, std::pair<std::unique_ptr<absl::Mutex>, int>> pod_locks_
       ABSL_GUARDED_BY(locks_mu_);

@@ -403,6 +403,16 @@ TEST_F(IpamNodeTest, DeploymentPodGetsAnIPFromItsSubnetAutoPool) {
   const api::SpiderIPPool& auto_pool = pools->items[0];
   EXPECT_EQ(auto_pool.spec.ips, std::vector<std::string>{"172.18.40.10-172.18.40.12"});
   EXPECT_EQ(add.json["ips"][0].value("gateway", ""), "172.18.0.1");
+  // A second pod of the same ReplicaSet: the agent now knows the ReplicaSet's Deployment
+  // without reading it again, and the pod lands in the same auto pool.
+  pod.metadata.name = "web-5d4f-x2";
+  auto second = kube::Client<api::Pod>(cluster_->rest()).Create(pod);
+  ASSERT_TRUE(second.ok()) << second.status();
+  ASSERT_TRUE(net_->AddPodNetns(pod.metadata.name).ok());
+  CniOutcome add2 = Cni("ADD", *second, "a");
+  ASSERT_EQ(add2.exit_code, 0) << add2.Describe();
+  EXPECT_EQ(add2.json["ips"][0]["address"], "172.18.40.11/16");
+  EXPECT_EQ(Cni("DEL", *second, "a").exit_code, 0);
   EXPECT_EQ(Cni("DEL", *created, "a").exit_code, 0);
   EXPECT_TRUE(Records(auto_pool.metadata.name).empty());
   (void)kube::Client<api::Deployment>(cluster_->rest()).Delete(ns_, "web");
