@@ -37,6 +37,16 @@ const std::vector<ResourceInfo>& BuiltinResources() {
         {"apps", "v1", "DaemonSet", "daemonsets", "daemonset", true, true, {"ds"}, ""},
         {"batch", "v1", "Job", "jobs", "job", true, true, {}, ""},
         {"batch", "v1", "CronJob", "cronjobs", "cronjob", true, true, {"cj"}, ""},
+        // DRA (resource.k8s.io/v1, Kubernetes >= 1.34). Tests of the v1beta1/v1beta2 fallback
+        // register those versions themselves.
+        {"resource.k8s.io", "v1", "ResourceSlice", "resourceslices", "resourceslice", false,
+         false, {}, ""},
+        {"resource.k8s.io", "v1", "DeviceClass", "deviceclasses", "deviceclass", false, false,
+         {}, ""},
+        {"resource.k8s.io", "v1", "ResourceClaim", "resourceclaims", "resourceclaim", true, true,
+         {}, ""},
+        {"resource.k8s.io", "v1", "ResourceClaimTemplate", "resourceclaimtemplates",
+         "resourceclaimtemplate", true, false, {}, ""},
     };
     for (ResourceInfo& r : *v) r = Normalized(r);
     return v;
@@ -130,6 +140,9 @@ bool FieldSelectable(const ResourceInfo& info, bool custom, std::string_view fie
           {"", "events", "type"},
           {"apps", "replicasets", "status.replicas"},
           {"batch", "jobs", "status.successful"},
+          {"resource.k8s.io", "resourceslices", "spec.driver"},
+          {"resource.k8s.io", "resourceslices", "spec.nodeName"},
+          {"resource.k8s.io", "resourceslices", "spec.pool.name"},
       };
   for (const auto& [g, r, f] : kFields) {
     if (g == info.group && r == info.plural && f == field) return true;
