@@ -64,7 +64,8 @@ absl::StatusOr<std::unique_ptr<IpamServer>> IpamServer::Start(ServerOptions opti
                                                  ec.message()));
     }
   }
-  // A socket file left by a previous agent: nobody listens on it any more.
+  // A socket file left by a previous agent, or the socket of the agent this one replaces in a
+  // surge rollout (it keeps serving the connections it accepted; new ones come here).
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
     return absl::UnavailableError(
         base::StrCat("removing stale socket ", path.string(), ": ", std::strerror(errno)));
@@ -94,6 +95,11 @@ absl::StatusOr<std::unique_ptr<IpamServer>> IpamServer::Start(ServerOptions opti
     return absl::UnavailableError(
         base::StrCat("chmod 0600 ", path.string(), ": ", std::strerror(errno)));
   }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return absl::UnavailableError(base::StrCat("stat ", path.string(), ": ", std::strerror(errno)));
+  }
+  server->socket_id_ = {st.st_dev, st.st_ino};
   server->thread_ = std::thread([s = server.get()] { s->http_->listen_after_bind(); });
   SP_LOG(Info).Msg("IPAM server listening").KV("socket", path.string());
   return server;
@@ -103,7 +109,13 @@ void IpamServer::Stop() {
   if (stopped_.exchange(true)) return;
   http_->stop();
   if (thread_.joinable()) thread_.join();
-  ::unlink(options_.socket_path.c_str());
+  // Only our own socket file: in a surge rollout the path may already belong to the agent
+  // that replaces this one.
+  struct stat st {};
+  if (::stat(options_.socket_path.c_str(), &st) == 0 &&
+      std::pair(st.st_dev, st.st_ino) == socket_id_) {
+    ::unlink(options_.socket_path.c_str());
+  }
 }
 
 // Admission (429 beyond max_in_flight), readiness (503), body decoding (400), then `call`

@@ -7,11 +7,14 @@
 // plugin turns that into CNI error 11 "try again later"); before the backend is Ready() every
 // IPAM call gets 503.
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -66,6 +69,7 @@ class IpamServer {
   IpamBackend* backend_;
   std::unique_ptr<httplib::Server> http_;
   std::thread thread_;
+  std::pair<dev_t, ino_t> socket_id_{};  // the socket file we bound (Stop removes only it)
   std::atomic<int> in_flight_{0};
   std::atomic<bool> stopped_{false};
 };

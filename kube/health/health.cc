@@ -212,9 +212,10 @@ absl::Status Server::Start() {
   }
   // httplib's default sets SO_REUSEPORT, which lets a second process bind the same port
   // and silently share the probes; SO_REUSEADDR alone only permits quick restarts.
-  s.server.set_socket_options([](socket_t sock) {
+  s.server.set_socket_options([share = s.options.share_port](socket_t sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    if (share) setsockopt(sock, SOL_SOCKET, SO_REUSEPORT, &yes, sizeof(yes));
   });
   int threads = std::max(1, s.options.threads);
   s.server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };

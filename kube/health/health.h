@@ -43,6 +43,10 @@ struct ServerOptions {
   // Print check error messages in the aggregate listing instead of "reason withheld".
   bool show_failure_reasons = false;
   int threads = 4;  // request worker threads
+  // SO_REUSEPORT: a second process may bind the same port and the kernel spreads connections
+  // over both. Only for a host-network DaemonSet rolled with maxSurge (old and new pod on one
+  // node during the hand-over, both healthy); otherwise a second binder is an error.
+  bool share_port = false;
 };
 
 class Server {

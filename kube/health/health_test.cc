@@ -213,5 +213,18 @@ TEST(HealthServer, FixedPortAndBindConflict) {
   EXPECT_EQ(Fetch(third.port(), "/healthz").status, 200);
 }
 
+TEST(HealthServer, SharedPortLetsASurgePodBindBesideTheOldOne) {
+  ServerOptions o = Loopback();
+  o.share_port = true;
+  Server old_pod(o);
+  ASSERT_TRUE(old_pod.Start().ok());
+  o.port = old_pod.port();
+  Server new_pod(o);
+  ASSERT_TRUE(new_pod.Start().ok());  // without share_port this is the bind conflict above
+  EXPECT_EQ(new_pod.port(), old_pod.port());
+  old_pod.Stop();
+  EXPECT_EQ(Fetch(new_pod.port(), "/healthz").status, 200);
+}
+
 }  // namespace
 }  // namespace spiderpool::kube::health
