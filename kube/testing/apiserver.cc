@@ -297,6 +297,7 @@ absl::StatusOr<std::unique_ptr<LoopbackApiServer>> LoopbackApiServer::Start(
                                     ? options.schema_validator_factory
                                     : DefaultSchemaValidatorFactory();
   co.admission = options.admission;
+  co.omit_builtin_versions = options.omit_builtin_versions;
   impl->core = std::make_unique<internal::Core>(std::move(co));
   if (!options.admission && options.admission_webhooks) {
     // The core owns the plugin and outlives every call into it.

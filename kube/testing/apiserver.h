@@ -187,6 +187,9 @@ struct LoopbackOptions {
   // externalName).
   ServiceResolver service_resolver = {};
   SchemaValidatorFactory schema_validator_factory = {};  // null = DefaultSchemaValidatorFactory()
+  // Built-in group/versions not to serve, e.g. {"resource.k8s.io/v1"} to act as an older
+  // cluster (register the older version with RegisterResource).
+  std::vector<std::string> omit_builtin_versions = {};
   base::Clock* clock = nullptr;  // for timestamps; null = base::RealClock::Get()
   // Existing CA to serve with (PEM); empty = generate a fresh one.
   std::string ca_cert_pem = {};

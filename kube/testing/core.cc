@@ -122,6 +122,8 @@ Core::Core(CoreOptions options)
       admission_(options_.admission),
       rng_(std::random_device{}()) {
   for (const ResourceInfo& r : BuiltinResources()) {
+    const std::vector<std::string>& omit = options_.omit_builtin_versions;
+    if (std::find(omit.begin(), omit.end(), r.ApiVersion()) != omit.end()) continue;
     absl::Status s = RegisterResource(r, nullptr, false);
     if (!s.ok()) SP_LOG(Error).Msg("registering built-in resource failed").KV("err", s.ToString());
   }

@@ -117,6 +117,7 @@ struct CoreOptions {
   base::Clock* clock = nullptr;
   SchemaValidatorFactory schema_validator_factory = {};
   std::shared_ptr<Admission> admission = {};
+  std::vector<std::string> omit_builtin_versions = {};  // "group/version" of built-ins to skip
 };
 
 class Core {
