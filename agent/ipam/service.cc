@@ -139,6 +139,35 @@ IpamService::IpamService(std::shared_ptr<kube::RestClient> rest, ServiceOptions 
                                                   const api::SpiderIPPool&) { wake(); }});
 }
 
+std::vector<std::shared_ptr<const api::SpiderIPPool>> IpamService::CachedPools() const {
+  return pool_informer_.store().List();
+}
+
+api::Labels IpamService::NodeLabels() const {
+  if (auto node = node_informer_.store().Get(options_.node_name); node != nullptr) {
+    return node->metadata.labels;
+  }
+  return {};
+}
+
+void IpamService::OnPoolsOrNodeChanged(std::function<void()> fn) {
+  auto pool_changed = [fn](const api::SpiderIPPool&) { fn(); };
+  pool_informer_.AddHandlers(
+      {.on_add = pool_changed,
+       .on_update = [fn](const api::SpiderIPPool&, const api::SpiderIPPool&) { fn(); },
+       .on_delete = pool_changed});
+  const std::string node = options_.node_name;
+  auto node_changed = [fn, node](const api::Node& n) {
+    if (n.metadata.name == node) fn();
+  };
+  node_informer_.AddHandlers(
+      {.on_add = node_changed,
+       .on_update = [fn, node](const api::Node&, const api::Node& n) {
+         if (n.metadata.name == node) fn();
+       },
+       .on_delete = node_changed});
+}
+
 std::optional<api::SpiderIPPool> IpamService::NewerPool(const std::string& name,
                                                         const std::string& stale,
                                                         absl::Duration wait) {

@@ -82,6 +82,13 @@ class IpamService : public IpamBackend {
 
   CommitterStats committer_stats() const { return committer_.stats(); }
 
+  // Read access for the node's DRA device model (agent/dra): the cached SpiderIPPools, this
+  // node's labels, and a callback run (on an informer thread; keep it cheap) after any pool or
+  // node change. Add the callback before Start().
+  std::vector<std::shared_ptr<const api::SpiderIPPool>> CachedPools() const;
+  api::Labels NodeLabels() const;
+  void OnPoolsOrNodeChanged(std::function<void()> fn);
+
  private:
   class KubePoolStore : public PoolStore {
    public:

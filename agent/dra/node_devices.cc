@@ -1,0 +1,217 @@
+#include "agent/dra/node_devices.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "base/ip.h"
+#include "base/log.h"
+#include "base/strings.h"
+
+namespace spiderpool::agent::dra {
+
+namespace nic = ::spiderpool::dra::nic;
+namespace dp = ::spiderpool::dra::deviceplugin;
+
+namespace {
+
+bool Contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+// spec.ips - spec.excludeIPs (what the controller writes as status.totalIPCount).
+int64_t SpecIPCount(const api::IPPoolSpec& spec) {
+  absl::StatusOr<std::vector<base::IPRange>> ips = base::ParseIPRanges(spec.ips);
+  absl::StatusOr<std::vector<base::IPRange>> excluded = base::ParseIPRanges(spec.exclude_ips);
+  if (!ips.ok() || !excluded.ok()) return 0;
+  const absl::uint128 n = base::CountIPs(base::SubtractIPRanges(
+      base::MergeIPRanges(*std::move(ips)), base::MergeIPRanges(*std::move(excluded))));
+  return n > absl::uint128(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(n);
+}
+
+}  // namespace
+
+std::vector<rs::PoolCapacity> PoolCapacities(
+    const std::vector<std::shared_ptr<const api::SpiderIPPool>>& pools,
+    const std::string& node_name, const api::Labels& node_labels) {
+  std::vector<rs::PoolCapacity> out;
+  for (const auto& p : pools) {
+    const api::IPPoolSpec& spec = p->spec;
+    if (p->metadata.IsDeleting() || spec.disable.value_or(false)) continue;
+    if (!spec.node_name.empty()) {
+      if (!Contains(spec.node_name, node_name)) continue;
+    } else if (spec.node_affinity.has_value() && !spec.node_affinity->Matches(node_labels)) {
+      continue;
+    }
+    absl::StatusOr<base::IPPrefix> subnet = base::IPPrefix::Parse(spec.subnet);
+    if (!subnet.ok()) continue;  // the webhook refuses these; nothing to publish for it
+    const int64_t total = p->status.total_ip_count.value_or(SpecIPCount(spec));
+    const int64_t allocated = p->status.allocated_ip_count.value_or(0);
+    out.push_back({.subnet = *subnet,
+                   .free_ips = std::max<int64_t>(0, total - allocated),
+                   .name = p->metadata.name});
+  }
+  return out;
+}
+
+NodeDevices::NodeDevices(std::shared_ptr<kube::RestClient> rest, NodeDevicesOptions options,
+                         PoolsFn pools)
+    : rest_(std::move(rest)), options_(std::move(options)), pools_(std::move(pools)) {
+  if (options_.registry != nullptr) {
+    published_devices_ = &options_.registry
+                              ->AddGauge("spiderpool_dra_published_devices",
+                                         "Devices in this node's ResourceSlices (last publish).")
+                              .WithLabels();
+    publish_failures_ = &options_.registry
+                             ->AddCounter("spiderpool_dra_resourceslice_publish_failures",
+                                          "ResourceSlice publish attempts that failed.")
+                             .WithLabels();
+  }
+}
+
+NodeDevices::~NodeDevices() { Stop(); }
+
+absl::Status NodeDevices::Start() {
+  if (options_.node_name.empty()) return absl::InvalidArgumentError("node name is required");
+  if (options_.publish_slices) {
+    publisher_ = std::make_unique<rs::Publisher>(rest_, options_.node_name, options_.model.driver,
+                                                 options_.publisher);
+  }
+  if (options_.device_plugin) {
+    absl::StatusOr<std::unique_ptr<dp::Manager>> m = dp::Manager::Create(options_.device_plugin_options);
+    if (!m.ok()) return m.status();
+    device_plugin_ = *std::move(m);
+    device_plugin_->Start();
+  }
+  int netns_fd = -1;
+  if (!options_.netns_path.empty()) {
+    netns_fd = open(options_.netns_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (netns_fd < 0) {
+      return absl::NotFoundError(base::StrCat("network namespace ", options_.netns_path,
+                                              ": cannot open"));
+    }
+  }
+  watch_thread_ = std::jthread([this, netns_fd](std::stop_token stop) {
+    if (netns_fd >= 0) {
+      // setns affects only this thread: the netlink sockets of discovery see the node's NICs.
+      const int rc = setns(netns_fd, CLONE_NEWNET);
+      close(netns_fd);
+      if (rc != 0) {
+        SP_LOG(Error).Msg("cannot enter the network namespace; NIC discovery stopped")
+            .KV("netns", options_.netns_path);
+        return;
+      }
+    }
+    WatchLoop(stop);
+  });
+  publish_thread_ = std::jthread([this](std::stop_token stop) { PublishLoop(stop); });
+  return absl::OkStatus();
+}
+
+void NodeDevices::Stop() {
+  if (watch_thread_.joinable()) {
+    watch_thread_.request_stop();
+    watch_thread_.join();
+  }
+  if (publish_thread_.joinable()) {
+    publish_thread_.request_stop();
+    cv_.notify_all();
+    publish_thread_.join();
+  }
+  if (device_plugin_) device_plugin_->Stop();
+}
+
+void NodeDevices::Refresh() {
+  std::lock_guard lock(mu_);
+  dirty_ = true;
+  cv_.notify_all();
+}
+
+void NodeDevices::WatchLoop(std::stop_token stop) {
+  nic::NetlinkNicSource source(options_.discovery);
+  absl::Duration backoff = options_.min_backoff;
+  while (!stop.stop_requested()) {
+    absl::Status s = source.Watch(stop, [this](const std::vector<nic::Nic>& nics) {
+      if (device_plugin_) {
+        if (absl::Status u = device_plugin_->Update(nics); !u.ok()) {
+          // UNAVAILABLE: the kubelet is not there yet; the manager's resync registers later.
+          SP_LOG(Warning).Msg("device plugin update").KV("error", u.ToString());
+        }
+      }
+      std::lock_guard lock(mu_);
+      nics_ = nics;
+      dirty_ = true;
+      cv_.notify_all();
+    });
+    if (s.ok()) return;
+    SP_LOG(Error).Msg("NIC watch failed; retrying").KV("error", s.ToString());
+    std::mutex m;
+    std::unique_lock lock(m);
+    std::condition_variable_any().wait_for(lock, stop, absl::ToChronoMilliseconds(backoff),
+                                           [] { return false; });
+    backoff = std::min(backoff * 2, options_.max_backoff);
+  }
+}
+
+void NodeDevices::PublishLoop(std::stop_token stop) {
+  absl::Duration backoff = options_.min_backoff;
+  std::unique_lock lock(mu_);
+  while (!stop.stop_requested()) {
+    cv_.wait(lock, stop, [this] { return dirty_ && nics_.has_value(); });
+    if (stop.stop_requested()) return;
+    dirty_ = false;
+    const std::vector<nic::Nic> nics = *nics_;
+    if (!publisher_) {
+      publish_ok_ = true;
+      cv_.notify_all();
+      continue;
+    }
+    publishing_ = true;
+    lock.unlock();
+    const std::vector<rs::PoolCapacity> pools = pools_ ? pools_() : std::vector<rs::PoolCapacity>{};
+    const std::vector<api::Device> devices = rs::BuildDevices(nics, pools, options_.model);
+    absl::StatusOr<rs::PublishResult> r = publisher_->Publish(devices);
+    lock.lock();
+    publishing_ = false;
+    if (r.ok()) {
+      backoff = options_.min_backoff;
+      publish_ok_ = true;
+      last_publish_ = *r;
+      if (published_devices_ != nullptr) published_devices_->Set(r->devices);
+      if (r->changed) {
+        SP_LOG(Info).Msg("ResourceSlices published").KV("devices", r->devices)
+            .KV("slices", r->slices).KV("generation", r->generation).KV("api", r->api_version);
+      }
+      cv_.notify_all();
+      continue;
+    }
+    publish_ok_ = false;
+    if (publish_failures_ != nullptr) publish_failures_->Inc();
+    SP_LOG(Warning).Msg("ResourceSlice publish failed; retrying").KV("error", r.status().ToString())
+        .KV("in", absl::FormatDuration(backoff));
+    dirty_ = true;  // retry the latest state after the backoff (or at once on a new change)
+    cv_.wait_for(lock, stop, absl::ToChronoMilliseconds(backoff), [] { return false; });
+    backoff = std::min(backoff * 2, options_.max_backoff);
+  }
+}
+
+bool NodeDevices::WaitIdle(absl::Duration timeout) {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, absl::ToChronoMilliseconds(timeout),
+                      [this] { return nics_.has_value() && !dirty_ && !publishing_ && publish_ok_; });
+}
+
+std::vector<nic::Nic> NodeDevices::nics() const {
+  std::lock_guard lock(mu_);
+  return nics_.value_or(std::vector<nic::Nic>{});
+}
+
+std::optional<rs::PublishResult> NodeDevices::last_publish() const {
+  std::lock_guard lock(mu_);
+  return last_publish_;
+}
+
+}  // namespace spiderpool::agent::dra

@@ -1,0 +1,109 @@
+#pragma once
+// The node's network devices as the cluster sees them: NIC discovery (dra/nic) feeding
+//   - this node's ResourceSlices of the DRA driver (dra/resourceslice), devices sized by the
+//     free addresses of the SpiderIPPools this node may use (from the IPAM caches), and
+//   - the device-plugin fallback (dra/deviceplugin), for clusters without DRA.
+//
+//   NodeDevices devices(rest, options, [&] { return PoolCapacities(service.CachedPools(), ...); });
+//   service.OnPoolsOrNodeChanged([&] { devices.Refresh(); });
+//   devices.Start();  ...  devices.Stop();
+//
+// One thread watches netlink (inside `netns_path` when set: the demo runs each "node" as a
+// network namespace); one worker publishes. Publishing is level-based: every change marks the
+// state dirty and the worker writes the latest NICs + pools, retrying failures with backoff,
+// so a burst of events costs one write and an API outage only delays the slices.
+
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "api/labels.h"
+#include "api/spider_ippool.h"
+#include "dra/deviceplugin/manager.h"
+#include "dra/nic/discovery.h"
+#include "dra/nic/nic.h"
+#include "dra/resourceslice/model.h"
+#include "dra/resourceslice/publisher.h"
+#include "kube/metrics/metrics.h"
+#include "kube/rest/rest_client.h"
+
+namespace spiderpool::agent::dra {
+
+namespace rs = ::spiderpool::dra::resourceslice;
+
+// The pools of `pools` that pods on this node may allocate from (not terminating, not
+// disabled, nodeName / nodeAffinity admit the node) with their free IPs
+// (status.totalIPCount - status.allocatedIPCount; the spec's ips - excludeIPs when the
+// controller has not counted yet).
+std::vector<rs::PoolCapacity> PoolCapacities(
+    const std::vector<std::shared_ptr<const api::SpiderIPPool>>& pools,
+    const std::string& node_name, const api::Labels& node_labels);
+
+struct NodeDevicesOptions {
+  std::string node_name;
+  std::string netns_path;  // "" = the agent's own network namespace
+  ::spiderpool::dra::nic::NetlinkNicSourceOptions discovery;
+  // ResourceSlices (DRA). Off: no API writes at all.
+  bool publish_slices = false;
+  rs::ModelOptions model;
+  rs::PublisherOptions publisher;
+  // Device-plugin fallback.
+  bool device_plugin = false;
+  ::spiderpool::dra::deviceplugin::Options device_plugin_options;
+  absl::Duration min_backoff = absl::Seconds(1);
+  absl::Duration max_backoff = absl::Seconds(30);
+  kube::metrics::Registry* registry = nullptr;
+};
+
+class NodeDevices {
+ public:
+  using PoolsFn = std::function<std::vector<rs::PoolCapacity>()>;
+  NodeDevices(std::shared_ptr<kube::RestClient> rest, NodeDevicesOptions options, PoolsFn pools);
+  ~NodeDevices();  // Stop()
+
+  // Starts discovery (and the device plugin manager). Errors: bad options, a netns that
+  // cannot be opened, a device-plugin directory missing.
+  absl::Status Start();
+  void Stop();
+  // Pools or the node changed: re-publish (cheap; coalesced).
+  void Refresh();
+
+  // Waits until the NICs have been listed once and the last publish attempt succeeded with
+  // nothing pending (for tests and the demo's narration); false on timeout.
+  bool WaitIdle(absl::Duration timeout);
+  std::vector<::spiderpool::dra::nic::Nic> nics() const;
+  std::optional<rs::PublishResult> last_publish() const;
+
+ private:
+  void WatchLoop(std::stop_token stop);
+  void PublishLoop(std::stop_token stop);
+
+  std::shared_ptr<kube::RestClient> rest_;
+  NodeDevicesOptions options_;
+  PoolsFn pools_;
+  std::unique_ptr<rs::Publisher> publisher_;
+  std::unique_ptr<::spiderpool::dra::deviceplugin::Manager> device_plugin_;
+
+  mutable std::mutex mu_;
+  std::condition_variable_any cv_;
+  std::optional<std::vector<::spiderpool::dra::nic::Nic>> nics_;  // none until the first list
+  bool dirty_ = false;
+  bool publishing_ = false;
+  bool publish_ok_ = false;
+  std::optional<rs::PublishResult> last_publish_;
+  kube::metrics::Gauge* published_devices_ = nullptr;
+  kube::metrics::Counter* publish_failures_ = nullptr;
+
+  std::jthread watch_thread_;
+  std::jthread publish_thread_;
+};
+
+}  // namespace spiderpool::agent::dra

@@ -1,0 +1,208 @@
+// NodeDevices end to end: a network namespace with a veth "NIC" as the node, NIC discovery
+// inside it, ResourceSlices on the API server (loopback, or SPIDERPOOL_TEST_KUBECONFIG).
+#include "agent/dra/node_devices.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <mutex>
+
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_join.h"
+
+#include "api/resource_slice.h"
+#include "base/subprocess.h"
+#include "kube/rest/client.h"
+#include "kube/testing/test_cluster.h"
+
+namespace spiderpool::agent::dra {
+namespace {
+
+using kube::testing::TestCluster;
+
+void Ip(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"/usr/sbin/ip"};  // Debian (merged /usr)
+  argv.insert(argv.end(), args.begin(), args.end());
+  absl::StatusOr<base::ProcessResult> r = base::RunProcess({.argv = argv});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->exit_code, 0) << absl::StrJoin(argv, " ") << ": " << r->stderr_data;
+}
+
+api::SpiderIPPool Pool(std::string name, std::string subnet, std::vector<std::string> ips) {
+  api::SpiderIPPool p;
+  p.metadata.name = std::move(name);
+  p.spec.subnet = std::move(subnet);
+  p.spec.ips = std::move(ips);
+  return p;
+}
+
+TEST(PoolCapacities, FiltersByNodeAndCountsFree) {
+  auto a = std::make_shared<api::SpiderIPPool>(Pool("a", "10.6.0.0/16", {"10.6.0.10-10.6.0.19"}));
+  a->spec.exclude_ips = {"10.6.0.19"};
+  auto b = std::make_shared<api::SpiderIPPool>(Pool("b", "10.7.0.0/16", {"10.7.0.1-10.7.0.4"}));
+  b->status.total_ip_count = 4;
+  b->status.allocated_ip_count = 3;
+  auto other = std::make_shared<api::SpiderIPPool>(Pool("other", "10.8.0.0/16", {"10.8.0.1"}));
+  other->spec.node_name = {"node2"};
+  auto disabled = std::make_shared<api::SpiderIPPool>(Pool("off", "10.9.0.0/16", {"10.9.0.1"}));
+  disabled->spec.disable = true;
+  auto affinity = std::make_shared<api::SpiderIPPool>(Pool("aff", "10.10.0.0/16", {"10.10.0.1"}));
+  api::LabelSelector sel;
+  sel.match_labels = {{"zone", "a"}};
+  affinity->spec.node_affinity = sel;
+
+  std::vector<rs::PoolCapacity> got =
+      PoolCapacities({a, b, other, disabled, affinity}, "node1", {{"zone", "b"}});
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].name, "a");
+  EXPECT_EQ(got[0].free_ips, 9);  // 10 IPs, one excluded, none allocated
+  EXPECT_EQ(got[0].subnet.ToString(), "10.6.0.0/16");
+  EXPECT_EQ(got[1].name, "b");
+  EXPECT_EQ(got[1].free_ips, 1);
+
+  got = PoolCapacities({affinity}, "node1", {{"zone", "a"}});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].free_ips, 1);
+}
+
+class NodeDevicesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root for network namespaces";
+    netns_ = "spnd-" + std::to_string(getpid());
+    Ip({"netns", "add", netns_});
+    Ip({"-n", netns_, "link", "add", "nic0", "type", "veth", "peer", "name", "peer0"});
+    Ip({"-n", netns_, "link", "set", "peer0", "up"});
+    Ip({"-n", netns_, "addr", "add", "10.77.0.2/24", "dev", "nic0"});
+    Ip({"-n", netns_, "link", "set", "nic0", "up"});
+    auto cluster = TestCluster::Start();
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = *std::move(cluster);
+    node_ = "sp-nd-" + std::to_string(getpid());
+  }
+  void TearDown() override {
+    devices_.reset();
+    if (!netns_.empty()) (void)base::RunProcess({.argv = {"/usr/sbin/ip", "netns", "del", netns_}});
+    if (cluster_) {
+      kube::DynamicClient slices(cluster_->rest(), api::ResourceSlice::Resource());
+      (void)slices.DeleteCollection("", {.field_selector = "spec.nodeName=" + node_});
+    }
+  }
+
+  void StartDevices(bool publish) {
+    NodeDevicesOptions o{.node_name = node_, .netns_path = "/var/run/netns/" + netns_,
+                         .publish_slices = publish};
+    o.discovery.sysfs_root = "";
+    o.discovery.quiet = absl::Milliseconds(20);
+    o.model.include_interfaces = {"nic*"};
+    o.model.slots_per_nic = 8;
+    o.min_backoff = absl::Milliseconds(10);
+    devices_ = std::make_unique<NodeDevices>(cluster_->rest(), o, [this] {
+      std::lock_guard lock(mu_);
+      return pools_;
+    });
+    ASSERT_TRUE(devices_->Start().ok());
+  }
+  void SetFree(int64_t free_ips) {
+    {
+      std::lock_guard lock(mu_);
+      pools_ = {{.subnet = *base::IPPrefix::Parse("10.77.0.0/24"), .free_ips = free_ips,
+                 .name = "p"}};
+    }
+    devices_->Refresh();
+  }
+  // Devices in this node's slices of the newest generation.
+  std::vector<std::string> PublishedDevices() {
+    kube::Client<api::ResourceSlice> slices(cluster_->rest());
+    auto list = slices.List("", {.field_selector = "spec.nodeName=" + node_});
+    EXPECT_TRUE(list.ok()) << list.status();
+    std::vector<std::string> names;
+    if (!list.ok()) return names;
+    int64_t gen = 0;
+    for (const auto& s : list->items) gen = std::max(gen, s.spec.pool.generation);
+    for (const auto& s : list->items) {
+      if (s.spec.pool.generation != gen) continue;
+      for (const auto& d : s.spec.devices) names.push_back(d.name);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+  // Waits for the publisher to settle on `want` devices (bounded: a failure guard only).
+  std::vector<std::string> AwaitDevices(size_t want) {
+    std::vector<std::string> got;
+    for (int i = 0; i < 200; ++i) {
+      EXPECT_TRUE(devices_->WaitIdle(absl::Seconds(30)));
+      got = PublishedDevices();
+      if (got.size() == want) break;
+      usleep(50 * 1000);  // a netlink event may still be coalescing
+    }
+    return got;
+  }
+
+  std::string netns_, node_;
+  std::unique_ptr<TestCluster> cluster_;
+  std::mutex mu_;
+  std::vector<rs::PoolCapacity> pools_;
+  std::unique_ptr<NodeDevices> devices_;
+};
+
+TEST_F(NodeDevicesTest, PublishesSlotsForNicWithFreePoolAndFollowsChanges) {
+  {
+    std::lock_guard lock(mu_);
+    pools_ = {{.subnet = *base::IPPrefix::Parse("10.77.0.0/24"), .free_ips = 5, .name = "p"}};
+  }
+  StartDevices(/*publish=*/true);
+  // 5 free IPs in the NIC's subnet: 5 slots (fewer than slots_per_nic = 8).
+  EXPECT_EQ(AwaitDevices(5), (std::vector<std::string>{"nic0-0", "nic0-1", "nic0-2", "nic0-3",
+                                                       "nic0-4"}));
+  const int64_t first_generation = devices_->last_publish()->generation;
+
+  SetFree(100);  // capped by slots_per_nic
+  EXPECT_EQ(AwaitDevices(8).size(), 8u);
+  EXPECT_GT(devices_->last_publish()->generation, first_generation);
+
+  SetFree(0);  // the pool is exhausted: the scheduler must not pick this node
+  EXPECT_EQ(AwaitDevices(0).size(), 0u);
+
+  SetFree(100);
+  EXPECT_EQ(AwaitDevices(8).size(), 8u);
+  Ip({"-n", netns_, "link", "set", "nic0", "down"});  // a down NIC publishes nothing
+  EXPECT_EQ(AwaitDevices(0).size(), 0u);
+  Ip({"-n", netns_, "link", "set", "nic0", "up"});
+  EXPECT_EQ(AwaitDevices(8).size(), 8u);
+
+  // A second NIC in the same subnet appears, then goes away.
+  Ip({"-n", netns_, "link", "add", "nic1", "type", "veth", "peer", "name", "peer1"});
+  Ip({"-n", netns_, "link", "set", "peer1", "up"});
+  Ip({"-n", netns_, "addr", "add", "10.77.0.3/24", "dev", "nic1"});
+  Ip({"-n", netns_, "link", "set", "nic1", "up"});
+  std::vector<std::string> both = AwaitDevices(16);
+  ASSERT_EQ(both.size(), 16u);
+  EXPECT_EQ(both[8], "nic1-0");
+  Ip({"-n", netns_, "link", "del", "nic1"});
+  EXPECT_EQ(AwaitDevices(8).size(), 8u);
+
+  // Only the newest generation is left on the server.
+  kube::Client<api::ResourceSlice> slices(cluster_->rest());
+  auto list = slices.List("", {.field_selector = "spec.nodeName=" + node_});
+  ASSERT_TRUE(list.ok()) << list.status();
+  for (const auto& s : list->items) {
+    EXPECT_EQ(s.spec.pool.generation, devices_->last_publish()->generation);
+    EXPECT_EQ(s.spec.pool.name, node_);
+    EXPECT_EQ(s.spec.driver, "netresources.spidernet.io");
+  }
+}
+
+TEST_F(NodeDevicesTest, WithoutDraNothingIsWritten) {
+  StartDevices(/*publish=*/false);
+  SetFree(100);
+  ASSERT_TRUE(devices_->WaitIdle(absl::Seconds(30)));
+  ASSERT_EQ(devices_->nics().size(), 2u);  // nic0 and its peer, discovered in the namespace
+  EXPECT_EQ(devices_->nics()[0].name, "nic0");
+  EXPECT_FALSE(devices_->last_publish().has_value());
+  EXPECT_TRUE(PublishedDevices().empty());
+}
+
+}  // namespace
+}  // namespace spiderpool::agent::dra
