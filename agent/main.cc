@@ -1,13 +1,19 @@
-// spiderpool-agent: the per-node daemon. Today it serves IPAM to the `spiderpool` CNI plugin
-// over a unix socket (agent/ipam) and exposes /healthz /readyz /metrics (and upstream's
-// /v1/runtime/{liveness,readiness,startup}).
+// spiderpool-agent: the per-node daemon.
+//   - IPAM for the `spiderpool` CNI plugin over a unix socket (agent/ipam);
+//   - with --dra-enabled: NIC discovery -> this node's ResourceSlices, and the kubelet DRA
+//     plugin (registration + DRA service over gRPC unix sockets) preparing claims into CDI
+//     spec files (agent/dra, dra/);
+//   - with --device-plugin-enabled: spidernet.io/<nic>-nic device-plugin resources instead;
+//   - /healthz /readyz /metrics (and upstream's /v1/runtime/{liveness,readiness,startup}).
 //
 //   spiderpool-agent --node-name=NODE [--kubeconfig=PATH] [--config=conf.yml]
 //                    [--socket=/var/run/spidernet/spiderpool.sock] [--health-port=5710]
+//                    [--dra-enabled] [--device-plugin-enabled] [--nic-include=eth*] ...
 //
 // The node name also comes from $SPIDERPOOL_NODE_NAME (the DaemonSet's downward API), the
-// kubeconfig from $KUBECONFIG or the pod's service account. Stops on SIGTERM/SIGINT: the socket
-// is removed first, requests in flight finish.
+// kubeconfig from $KUBECONFIG or the pod's service account, the pod UID (seamless-upgrade
+// socket names of the DRA plugin) from $POD_UID. Stops on SIGTERM/SIGINT: the DRA plugin's
+// sockets go first, then the IPAM socket; requests in flight finish.
 
 #include <malloc.h>
 
@@ -20,10 +26,17 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "agent/dra/node_devices.h"
 #include "agent/ipam/config.h"
 #include "agent/ipam/server.h"
 #include "agent/ipam/service.h"
+#include "api/core.h"
 #include "base/flags.h"
+#include "dra/driver/driver.h"
+#include "dra/kubeletplugin/plugin.h"
+#include "kube/rest/client.h"
 #include "base/log.h"
 #include "kube/health/health.h"
 #include "kube/metrics/metrics.h"
@@ -39,10 +52,34 @@ ABSL_FLAG(std::string, multus_cluster_network, "", "multus cluster network NAD (
 ABSL_FLAG(int, health_port, 5710, "health and metrics HTTP port (0 = any, -1 = off)");
 ABSL_FLAG(double, qps, 50, "API client QPS");
 ABSL_FLAG(int, burst, 100, "API client burst");
+// DRA (Kubernetes >= 1.32 with resource.k8s.io served) and its device-plugin fallback.
+ABSL_FLAG(bool, dra_enabled, false, "publish ResourceSlices and serve the kubelet DRA plugin");
+ABSL_FLAG(std::string, dra_driver_name, "netresources.spidernet.io", "DRA driver name");
+ABSL_FLAG(std::string, dra_cdi_dir, "/var/run/cdi", "where CDI spec files of prepared claims go");
+ABSL_FLAG(std::string, dra_cdi_version, "", "highest cdiVersion written unless a SpiderClaimParameter pins one (\"\" = 0.5.0)");
+ABSL_FLAG(std::string, dra_rdma_library, "", "host path of the RDMA library mounted for rdmaAcc claims");
+ABSL_FLAG(int, dra_slots_per_nic, 32, "devices (pods) published per NIC, capped by the free IPs of its pools");
+ABSL_FLAG(int, dra_health_port, 5713, "TCP port of the gRPC health service of the DRA plugin (-1 = off)");
+ABSL_FLAG(std::string, kubelet_registry_dir, "/var/lib/kubelet/plugins_registry", "kubelet plugin registration directory");
+ABSL_FLAG(std::string, kubelet_plugins_dir, "/var/lib/kubelet/plugins", "kubelet plugins directory (the DRA socket goes in <dir>/<driver>)");
+ABSL_FLAG(bool, device_plugin_enabled, false, "advertise spidernet.io/<nic>-nic through the kubelet device-plugin API (clusters without DRA)");
+ABSL_FLAG(std::string, kubelet_device_plugins_dir, "/var/lib/kubelet/device-plugins", "kubelet device-plugin directory");
+ABSL_FLAG(std::string, nic_include, "", "comma-separated globs of NIC names to use (\"\" = all)");
+ABSL_FLAG(std::string, nic_exclude, "", "comma-separated globs of NIC names never to use");
+ABSL_FLAG(std::string, nic_netns, "", "discover NICs in this network namespace (path) instead of the agent's own");
+ABSL_FLAG(std::string, sysfs_root, "/sys", "sysfs mount for PCI/NUMA/SR-IOV/RDMA facts of NICs");
 
 namespace {
 
 using namespace spiderpool;
+
+std::vector<std::string> Globs(const std::string& csv) {
+  std::vector<std::string> out;
+  for (absl::string_view g : absl::StrSplit(csv, ',', absl::SkipWhitespace())) {
+    out.emplace_back(absl::StripAsciiWhitespace(g));
+  }
+  return out;
+}
 
 int Fail(std::string_view what, const absl::Status& s) {
   std::cerr << "spiderpool-agent: " << what << ": " << s << "\n";
@@ -108,12 +145,83 @@ int main(int argc, char** argv) {
     options.multus_cluster_network = absl::GetFlag(FLAGS_multus_cluster_network);
   }
   agent::ipam::IpamService service(*rest, options);
+
+  // NICs -> ResourceSlices (DRA) and/or device-plugin resources; the kubelet DRA plugin.
+  const bool dra = absl::GetFlag(FLAGS_dra_enabled);
+  const bool device_plugin = absl::GetFlag(FLAGS_device_plugin_enabled);
+  const std::string driver_name = absl::GetFlag(FLAGS_dra_driver_name);
+  std::unique_ptr<agent::dra::NodeDevices> devices;
+  std::unique_ptr<dra::driver::NetDriver> claim_driver;
+  std::unique_ptr<dra::kubeletplugin::Plugin> plugin;
+  if (dra || device_plugin) {
+    agent::dra::NodeDevicesOptions o{.node_name = node,
+                                     .netns_path = absl::GetFlag(FLAGS_nic_netns),
+                                     .publish_slices = dra,
+                                     .device_plugin = device_plugin,
+                                     .registry = &kube::metrics::Registry::Default()};
+    o.discovery.sysfs_root = absl::GetFlag(FLAGS_sysfs_root);
+    o.model.driver = driver_name;
+    o.model.slots_per_nic = absl::GetFlag(FLAGS_dra_slots_per_nic);
+    o.model.include_interfaces = Globs(absl::GetFlag(FLAGS_nic_include));
+    o.model.exclude_interfaces = Globs(absl::GetFlag(FLAGS_nic_exclude));
+    o.device_plugin_options.kubelet_dir = absl::GetFlag(FLAGS_kubelet_device_plugins_dir);
+    o.device_plugin_options.rules = {.include = o.model.include_interfaces,
+                                     .exclude = o.model.exclude_interfaces};
+    if (dra) {
+      // Slices die with their Node (ownerReference), when the Node is there to own them.
+      kube::Client<api::Node> nodes(*rest);
+      if (absl::StatusOr<api::Node> n = nodes.Get("", node); n.ok()) {
+        o.publisher.node_uid = n->metadata.uid;
+      }
+    }
+    devices = std::make_unique<agent::dra::NodeDevices>(*rest, o, [&service, node] {
+      return agent::dra::PoolCapacities(service.CachedPools(), node, service.NodeLabels());
+    });
+    service.OnPoolsOrNodeChanged([d = devices.get()] { d->Refresh(); });
+  }
+  if (dra) {
+    const std::string plugin_dir = absl::GetFlag(FLAGS_kubelet_plugins_dir) + "/" + driver_name;
+    dra::driver::Options d{.driver_name = driver_name,
+                           .node_name = node,
+                           .plugin_dir = plugin_dir,
+                           .cdi_dir = absl::GetFlag(FLAGS_dra_cdi_dir),
+                           .rdma_library_path = absl::GetFlag(FLAGS_dra_rdma_library),
+                           .registry = &kube::metrics::Registry::Default()};
+    if (!absl::GetFlag(FLAGS_dra_cdi_version).empty()) {
+      d.cdi_max_version = absl::GetFlag(FLAGS_dra_cdi_version);
+    }
+    claim_driver = std::make_unique<dra::driver::NetDriver>(*rest, d);
+    plugin = std::make_unique<dra::kubeletplugin::Plugin>(
+        dra::kubeletplugin::PluginOptions{.driver_name = driver_name,
+                                          .registry_dir = absl::GetFlag(FLAGS_kubelet_registry_dir),
+                                          .plugin_dir = plugin_dir,
+                                          .pod_uid = dra::kubeletplugin::PodUIDFromEnv(),
+                                          .health_port = absl::GetFlag(FLAGS_dra_health_port),
+                                          .metrics = &kube::metrics::Registry::Default()},
+        claim_driver.get());
+  }
+
   service.Start();
+  if (devices) {
+    if (absl::Status s = devices->Start(); !s.ok()) return Fail("NIC discovery", s);
+  }
+  if (plugin) {
+    // A claim half-prepared before a crash is finished or rolled back before serving.
+    if (absl::Status s = claim_driver->Recover(); !s.ok()) {
+      SP_LOG(Warning).Msg("DRA checkpoint recovery").KV("error", s.ToString());
+    }
+    if (absl::Status s = plugin->Start(); !s.ok()) return Fail("DRA kubelet plugin", s);
+    std::cout << "dra_registration_socket=" << plugin->sockets().registration << "\n"
+              << "dra_socket=" << plugin->sockets().dra << "\n";
+    if (plugin->health_port() > 0) std::cout << "dra_health_port=" << plugin->health_port() << "\n";
+  }
 
   std::unique_ptr<kube::health::Server> health;
   if (absl::GetFlag(FLAGS_health_port) >= 0) {
     health = std::make_unique<kube::health::Server>(
-        kube::health::ServerOptions{.port = absl::GetFlag(FLAGS_health_port)});
+        // share_port: with DRA the DaemonSet rolls with maxSurge 1, so for a moment the old
+        // and the new agent pod both run on this host network and both answer probes.
+        kube::health::ServerOptions{.port = absl::GetFlag(FLAGS_health_port), .share_port = true});
     (void)health->AddReadyzCheck("ipam-caches", [&service]() {
       return service.Ready() ? absl::OkStatus() : absl::UnavailableError("caches not synced");
     });
@@ -139,6 +247,10 @@ int main(int argc, char** argv) {
   int sig = 0;
   sigwait(&set, &sig);
   SP_LOG(Info).Msg("stopping").KV("signal", sig);
+  // The kubelet plugin first: its sockets go, so the kubelet moves to a newer instance (or
+  // waits) before anything it may call is torn down.
+  if (plugin) plugin->Stop();
+  if (devices) devices->Stop();
   (*server)->Stop();
   if (health) health->Stop();
   service.Stop();

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# README command (1): the main job, the local end-to-end path on this machine:
-#   loopback API server -> CRDs + the seed's SpiderIPPool / SpiderMultusConfig (real kubectl)
-#   -> spiderpool-controller (NAD generation, webhooks, IP GC) -> spiderpool-agent for a "node"
-#   (a network namespace whose eth0 is the macvlan master) -> pods started as network namespaces
-#   by the REAL macvlan plugin from /usr/lib/cni, which execs our `spiderpool` IPAM plugin
-#   -> their IPs and routes (seen with `ip` inside them), the pool's counts, DEL frees.
+# README command (1): the main job, the whole local path on one machine, no cluster:
+#   loopback API server -> CRDs + the seed's objects (real kubectl) -> spiderpool-controller
+#   (NAD generation, webhooks, IP GC) -> two "nodes" (network namespaces whose eth0 NICs sit on
+#   different subnets), one spiderpool-agent each (IPAM socket, NIC discovery, ResourceSlices,
+#   the kubelet DRA plugin) -> pods started by the REAL macvlan plugin, which execs our
+#   `spiderpool` IPAM plugin -> the seed's DRA claim allocated and prepared through the plugin's
+#   gRPC sockets (a kubelet stand-in) -> podman runs the claim's container: it gets an IP from a
+#   SpiderIPPool through our IPAM and prints DRA_CLAIM_UID from the CDI spec -> counts, cleanup.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,7 +19,8 @@ TOOLS=$(./tools/fetch-kube-tools.sh)
 KUBECTL="$TOOLS/kubectl"
 
 echo "=== building"
-TARGETS=(//kube/testing:loopback-apiserver //agent:spiderpool-agent //agent/cni:spiderpool)
+TARGETS=(//kube/testing:loopback-apiserver //agent:spiderpool-agent //agent/cni:spiderpool
+         //dra/kubeletplugin/testing:kubelet-standin)
 HAVE_CONTROLLER=0
 if bazel query --noshow_progress //operator:spiderpool-controller >/dev/null 2>&1; then
   TARGETS+=(//operator:spiderpool-controller)
@@ -28,16 +31,25 @@ BIN=$(bazel info bazel-bin 2>/dev/null)
 
 WORK=$(mktemp -d /tmp/spiderpool-demo-XXXXXX)
 ID=$(basename "$WORK" | tail -c 7 | tr 'A-Z' 'a-z')
-NODE_NS="spd${ID}-node1"
 SW_NS="spd${ID}-sw"
+BRIDGE="spd${ID}br"
 PIDS=()
 PODS=()
+CLAIMS=()
 cleanup() {
+  echo "=== cleanup: claims unprepared, agents stopped (on SIGTERM they remove their sockets), namespaces removed"
+  for c in "${CLAIMS[@]}"; do
+    # shellcheck disable=SC2086
+    "$BIN/dra/kubeletplugin/testing/kubelet-standin" --registry-dir="$WORK/node1/plugins_registry" \
+      unprepare $c >/dev/null 2>&1 || true
+  done
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
   for p in "${PODS[@]}"; do ip netns del "spd${ID}-$p" 2>/dev/null || true; done
-  ip netns del "$NODE_NS" 2>/dev/null || true
+  ip netns del "spd${ID}-node1" 2>/dev/null || true
+  ip netns del "spd${ID}-node2" 2>/dev/null || true
   ip netns del "$SW_NS" 2>/dev/null || true
+  ip link del "$BRIDGE" 2>/dev/null || true
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -108,31 +120,94 @@ else
   NAD_CONFIG=$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["spec"]["config"]))' multus/testdata/macvlan-conf.nad.json)
 fi
 
-echo "=== a node: network namespace $NODE_NS, eth0 = one end of a veth pair (the macvlan master)"
+echo "=== the seed's DRA objects (e2e/samples/dra/): DeviceClass, SpiderClaimParameter, ResourceClaimTemplate"
+k apply --validate=false -f e2e/samples/dra/deviceclass.yaml -f e2e/samples/dra/spiderclaimparameter.yaml \
+  -f e2e/samples/dra/resourceclaimtemplate.yaml
+echo "    (e2e/samples/dra/deployment.yaml is the workload; this machine has no scheduler or kubelet,"
+echo "     so the demo plays their parts below for its first replica)"
+
+echo "=== two nodes: network namespaces whose eth0 (a veth into one switch) is the macvlan master"
 ip netns add "$SW_NS"
-ip netns add "$NODE_NS"
 ip -n "$SW_NS" link add br0 type bridge && ip -n "$SW_NS" link set br0 up
-ip link add "spd${ID}a" type veth peer name "spd${ID}b"
-ip link set "spd${ID}a" netns "$NODE_NS" name eth0
-ip link set "spd${ID}b" netns "$SW_NS"
-ip -n "$SW_NS" link set "spd${ID}b" master br0 up
-ip -n "$NODE_NS" link set eth0 up
-k apply -f - >/dev/null <<YAML
+add_node() {  # add_node <node> <eth0 address>
+  local ns="spd${ID}-$1"
+  ip netns add "$ns"
+  ip link add "spd${ID}$1a" type veth peer name "spd${ID}$1b"
+  ip link set "spd${ID}$1a" netns "$ns" name eth0
+  ip link set "spd${ID}$1b" netns "$SW_NS"
+  ip -n "$SW_NS" link set "spd${ID}$1b" master br0 up
+  ip -n "$ns" addr add "$2" dev eth0
+  ip -n "$ns" link set eth0 up
+  k apply -f - >/dev/null <<YAML
 apiVersion: v1
 kind: Node
-metadata: {name: node1}
+metadata: {name: $1}
 YAML
+  echo "    $1: eth0 $2"
+}
+add_node node1 172.18.0.11/16
+add_node node2 172.19.0.12/16
 
-SOCK="$WORK/spiderpool.sock"
-echo "=== starting spiderpool-agent for node1 (IPAM on $SOCK)"
-"$BIN/agent/spiderpool-agent" --node-name=node1 --kubeconfig="$KCFG" --socket="$SOCK" \
-  --health-port=-1 >"$WORK/agent.log" 2>&1 &
-PIDS+=($!)
-wait_for "the agent socket" 30 test -S "$SOCK" || { cat "$WORK/agent.log"; exit 1; }
+start_agent() {  # start_agent <node>
+  local dir="$WORK/$1"
+  mkdir -p "$dir"
+  POD_UID="demo-agent-$1" "$BIN/agent/spiderpool-agent" --node-name="$1" --kubeconfig="$KCFG" \
+    --socket="$dir/spiderpool.sock" --health-port=-1 \
+    --dra-enabled --nic-netns="/var/run/netns/spd${ID}-$1" --nic-include=eth0 --sysfs-root= \
+    --kubelet-registry-dir="$dir/plugins_registry" --kubelet-plugins-dir="$dir/plugins" \
+    --dra-cdi-dir=/var/run/cdi --dra-health-port=-1 >"$dir/agent.log" 2>&1 &
+  PIDS+=($!)
+  wait_for "the $1 agent's IPAM socket" 30 test -S "$dir/spiderpool.sock" || { cat "$dir/agent.log"; exit 1; }
+  wait_for "the $1 agent's DRA registration socket" 30 \
+    sh -c "ls '$dir/plugins_registry'/*-reg.sock" || { cat "$dir/agent.log"; exit 1; }
+  echo "    $1: IPAM on $dir/spiderpool.sock, DRA plugin registration socket" \
+       "$(basename "$(ls "$dir"/plugins_registry/*-reg.sock)")"
+}
+echo "=== one spiderpool-agent per node (--dra-enabled: NIC discovery inside the node's namespace)"
+start_agent node1
+start_agent node2
+
+slices() {  # slices <node>: "<n> devices: a b c ..."
+  k get resourceslices --field-selector "spec.nodeName=$1" -o json | python3 -c '
+import json, sys
+items = json.load(sys.stdin)["items"]
+names = [d["name"] for s in items for d in s["spec"].get("devices", [])]
+print(len(names), "devices:", " ".join(names[:6]) + (" ..." if len(names) > 6 else ""))'
+}
+first_device() {  # first_device <node>: prints the name of its first published device
+  k get resourceslices --field-selector "spec.nodeName=$1" -o json | python3 -c '
+import json, sys
+names = [d["name"] for s in json.load(sys.stdin)["items"] for d in s["spec"].get("devices", [])]
+print(names[0] if names else "")'
+}
+has_devices() { [[ -n $(first_device "$1") ]]; }
+echo "=== ResourceSlices: a NIC is published as slots only where a SpiderIPPool serves its subnet"
+wait_for "node1's devices" 30 has_devices node1 || { cat "$WORK/node1/agent.log"; exit 1; }
+echo "    node1 (eth0 in 172.18.0.0/16, pool ippool-test has free IPs): $(slices node1)"
+echo "    node2 (eth0 in 172.19.0.0/16, no pool serves that subnet):    $(slices node2)"
+echo "    -> a claim of this DeviceClass can only be placed on node1; on node2 it would stay Pending"
+k get resourceslices --field-selector spec.nodeName=node1 -o json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)["items"][0]["spec"]["devices"][0]
+print("    first device of node1:", d["name"], json.dumps({k: list(v.values())[0] for k, v in d["attributes"].items()}))'
+echo "=== a pool for node2's subnet appears: node2 publishes too"
+k apply -f - <<'YAML'
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata:
+  name: ippool-node2
+spec:
+  subnet: 172.19.0.0/16
+  ips: ["172.19.30.131-172.19.30.135"]
+  gateway: 172.19.0.1
+YAML
+wait_for "node2's devices" 30 has_devices node2 || { cat "$WORK/node2/agent.log"; exit 1; }
+echo "    node2: $(slices node2)"
 
 # The macvlan plugin entry of the NAD's conflist, as libcni hands it to the plugin, with the
-# agent socket of this demo (the coordinator entry is not built yet).
-PLUGIN_CONF=$(python3 - "$NAD_CONFIG" "$SOCK" <<'PY'
+# node's agent socket (the coordinator entry is not built yet).
+plugin_conf() {  # plugin_conf <node>
+  python3 - "$NAD_CONFIG" "$WORK/$1/spiderpool.sock" <<'PY'
 import json, sys
 conf = json.loads(sys.argv[1])
 p = dict(conf["plugins"][0])
@@ -141,49 +216,143 @@ p["name"] = conf["name"]
 p["ipam"] = dict(p.get("ipam", {}), ipam_unix_socket_path=sys.argv[2])
 print(json.dumps(p))
 PY
-)
-cni() {  # cni ADD|DEL <pod>
+}
+cni() {  # cni ADD|DEL <pod> <node>
   local uid
   uid=$(k get pod "$2" -o jsonpath='{.metadata.uid}')
-  ip netns exec "$NODE_NS" env CNI_COMMAND="$1" CNI_CONTAINERID="ctr-$2" \
+  ip netns exec "spd${ID}-$3" env CNI_COMMAND="$1" CNI_CONTAINERID="ctr-$2" \
     CNI_NETNS="/var/run/netns/spd${ID}-$2" CNI_IFNAME=eth0 \
     CNI_PATH="$BIN/agent/cni:/usr/lib/cni" \
     CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=$2;K8S_POD_UID=$uid" \
-    /usr/lib/cni/macvlan <<<"$PLUGIN_CONF"
+    /usr/lib/cni/macvlan <<<"$(plugin_conf "$3")"
 }
-
-echo "=== three pods on node1, each asking for SpiderIPPool ippool-test (pod annotation)"
-for p in pod-a pod-b pod-c; do
+start_pod() {  # start_pod <pod> <node> <pool>
   k apply -f - >/dev/null <<YAML
 apiVersion: v1
 kind: Pod
 metadata:
-  name: $p
+  name: $1
   namespace: default
   annotations:
     v1.multus-cni.io/default-network: kube-system/macvlan-conf
-    ipam.spidernet.io/ippool: '{"ipv4":["ippool-test"]}'
+    ipam.spidernet.io/ippool: '{"ipv4":["$3"]}'
 spec:
-  nodeName: node1
+  nodeName: $2
   containers: [{name: app, image: busybox}]
 YAML
-  ip netns add "spd${ID}-$p"
-  PODS+=("$p")
-  echo "--- CNI ADD $p (macvlan -> spiderpool -> agent)"
-  cni ADD "$p" | python3 -c 'import json,sys; r=json.load(sys.stdin); print("    result:", json.dumps({"ips": r["ips"], "routes": r.get("routes", [])}))'
-  echo "    inside $p: $(ip -n "spd${ID}-$p" -4 -o addr show dev eth0 | awk '{print $4}')," \
-       "$(ip -n "spd${ID}-$p" route show default)"
-done
+  ip netns add "spd${ID}-$1"
+  PODS+=("$1")
+  echo "--- CNI ADD $1 on $2 (macvlan -> spiderpool -> $2's agent)"
+  cni ADD "$1" "$2" | python3 -c 'import json,sys; r=json.load(sys.stdin); print("    result:", json.dumps({"ips": r["ips"], "routes": r.get("routes", [])}))'
+  echo "    inside $1: $(ip -n "spd${ID}-$1" -4 -o addr show dev eth0 | awk '{print $4}')," \
+       "$(ip -n "spd${ID}-$1" route show default)"
+}
+echo "=== pods through the real macvlan plugin: three on node1 (ippool-test), one on node2 (ippool-node2)"
+start_pod pod-a node1 ippool-test
+start_pod pod-b node1 ippool-test
+start_pod pod-c node1 ippool-test
+start_pod pod-d node2 ippool-node2
 echo "=== pod-a pings pod-c over the macvlan network"
 ip netns exec "spd${ID}-pod-a" busybox ping -c 1 -W 2 \
   "$(ip -n "spd${ID}-pod-c" -4 -o addr show dev eth0 | awk '{print $4}' | cut -d/ -f1)" | sed 's/^/    /'
-echo "=== the pool and the endpoints"
-k get sp ippool-test -o wide
+
+echo "=== DRA: the claim of replica dra-demo-0, from ResourceClaimTemplate macvlan-nic"
+echo "    (the resourceclaim controller's part: create the claim; the scheduler's: allocate a device of node1)"
+k get resourceclaimtemplate macvlan-nic -o json | python3 -c '
+import json, sys
+t = json.load(sys.stdin)
+print(json.dumps({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                  "metadata": {"name": "dra-demo-0-nic", "namespace": "default",
+                               "annotations": {"resource.kubernetes.io/pod-claim-name": "nic"}},
+                  "spec": t["spec"]["spec"]}))' | k create -f - >/dev/null
+DEVICE=$(first_device node1)
+k apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata:
+  name: dra-demo-0
+  namespace: default
+  annotations:
+    v1.multus-cni.io/default-network: kube-system/macvlan-conf
+spec:
+  nodeName: node1
+  resourceClaims: [{name: nic, resourceClaimName: dra-demo-0-nic}]
+  containers: [{name: app, image: busybox, resources: {claims: [{name: nic}]}}]
+YAML
+POD_UID=$(k get pod dra-demo-0 -o jsonpath='{.metadata.uid}')
+CLAIM_UID=$(k get resourceclaim dra-demo-0-nic -o jsonpath='{.metadata.uid}')
+k get resourceclaim dra-demo-0-nic -o json | python3 -c '
+import json, sys
+c = json.load(sys.stdin)
+cfg = [dict(x, source="FromClaim") for x in c["spec"]["devices"].get("config", [])]
+print(json.dumps({"status": {
+  "allocation": {"devices": {"results": [{"request": "nic", "driver": "netresources.spidernet.io",
+                                          "pool": "node1", "device": sys.argv[1]}],
+                             "config": cfg},
+                 "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                     {"key": "metadata.name", "operator": "In", "values": ["node1"]}]}]}},
+  "reservedFor": [{"resource": "pods", "name": "dra-demo-0", "uid": sys.argv[2]}]}}))' \
+  "$DEVICE" "$POD_UID" >"$WORK/allocation.json"
+k patch resourceclaim dra-demo-0-nic --subresource=status --type=merge --patch-file="$WORK/allocation.json" >/dev/null
+echo "    claim dra-demo-0-nic (uid $CLAIM_UID) allocated: pool node1, device $DEVICE"
+echo "=== the kubelet's part: NodePrepareResources over node1's DRA plugin socket (gRPC)"
+CLAIMS+=("default dra-demo-0-nic $CLAIM_UID")
+"$BIN/dra/kubeletplugin/testing/kubelet-standin" --registry-dir="$WORK/node1/plugins_registry" \
+  prepare default dra-demo-0-nic "$CLAIM_UID" | sed 's/^/    /'
+SPEC="/var/run/cdi/k8s.netresources.spidernet.io-claim_$CLAIM_UID.yaml"
+echo "--- the CDI spec the agent wrote: $SPEC"
+sed 's/^/    /' "$SPEC"
+echo "--- the claim's status.devices, as the driver reported it"
+k get resourceclaim dra-demo-0-nic -o jsonpath='{.status.devices}' | python3 -m json.tool | sed 's/^/    /'
+
+echo "=== podman runs dra-demo-0's container: a CNI network through our IPAM + the claim's CDI device"
+PODMAN="$WORK/podman"
+mkdir -p "$PODMAN/net" "$PODMAN/rootfs/bin"
+cp /bin/busybox "$PODMAN/rootfs/bin/busybox"
+k apply -f - >/dev/null <<'YAML'
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata:
+  name: ippool-podman
+spec:
+  subnet: 10.233.80.0/24
+  ips: ["10.233.80.10-10.233.80.19"]
+YAML
+python3 - "$BRIDGE" "$WORK/node1/spiderpool.sock" >"$PODMAN/net/spdemo.conflist" <<'PY'
+import json, sys
+print(json.dumps({"cniVersion": "1.0.0", "name": "spdemo", "plugins": [{
+    "type": "bridge", "bridge": sys.argv[1],
+    "args": {"cni": {"K8S_POD_NAMESPACE": "default"}},
+    "ipam": {"type": "spiderpool", "default_ipv4_ippool": ["ippool-podman"],
+             "ipam_unix_socket_path": sys.argv[2]}}]}))
+PY
+printf '%s\n' '[containers]' 'default_ulimits = ["nofile=1024:1024", "nproc=4096:4096"]' \
+  '[engine]' 'cgroup_manager = "cgroupfs"' 'runtime = "runc"' \
+  '[network]' 'network_backend = "cni"' "network_config_dir = \"$PODMAN/net\"" \
+  "cni_plugin_dirs = [\"$BIN/agent/cni\", \"/usr/lib/cni\"]" >"$PODMAN/containers.conf"
+printf '%s\n' '[storage]' 'driver = "vfs"' "runroot = \"$PODMAN/run\"" \
+  "graphroot = \"$PODMAN/graph\"" >"$PODMAN/storage.conf"
+# shellcheck disable=SC2016
+CONTAINERS_CONF="$PODMAN/containers.conf" CONTAINERS_STORAGE_CONF="$PODMAN/storage.conf" \
+  podman run --rm --name dra-demo-0 --network spdemo \
+  --device "k8s.netresources.spidernet.io/claim=$CLAIM_UID" --rootfs "$PODMAN/rootfs" \
+  /bin/busybox sh -c 'echo "IP: $(ip -o -4 addr show eth0 | awk "{print \$4}")"; echo "printenv DRA_CLAIM_UID: $DRA_CLAIM_UID"' \
+  | tee "$WORK/podman.out" | sed 's/^/    /'
+grep -q "DRA_CLAIM_UID: $CLAIM_UID" "$WORK/podman.out" \
+  || { echo "demo: the container did not print the claim UID" >&2; exit 1; }
+echo "    (the container exited: podman's CNI DEL gave its IP back)"
+
+echo "=== the pools and the endpoints"
+k get sp -o wide
 k get spiderendpoints -n default
 
-echo "=== CNI DEL pod-b frees its IP"
-cni DEL pod-b
+echo "=== CNI DEL pod-b frees its IP; NodeUnprepareResources removes the claim's CDI spec"
+cni DEL pod-b node1
 k delete pod pod-b >/dev/null
+"$BIN/dra/kubeletplugin/testing/kubelet-standin" --registry-dir="$WORK/node1/plugins_registry" \
+  unprepare default dra-demo-0-nic "$CLAIM_UID" >/dev/null
+CLAIMS=()
+if [[ -e $SPEC ]]; then echo "demo: $SPEC is still there" >&2; exit 1; fi
+echo "    $SPEC removed"
 k get sp ippool-test -o wide
-k get sp ippool-test -o jsonpath='{.status.allocatedIPs}' | python3 -m json.tool
 echo "=== demo finished"
