@@ -36,6 +36,7 @@
 #include "base/flags.h"
 #include "dra/driver/driver.h"
 #include "dra/kubeletplugin/plugin.h"
+#include "dra/resourceslice/publisher.h"
 #include "kube/rest/client.h"
 #include "base/log.h"
 #include "kube/health/health.h"
@@ -189,6 +190,14 @@ int main(int argc, char** argv) {
                            .registry = &kube::metrics::Registry::Default()};
     if (!absl::GetFlag(FLAGS_dra_cdi_version).empty()) {
       d.cdi_max_version = absl::GetFlag(FLAGS_dra_cdi_version);
+    }
+    // Claims in the version the server serves (v1, else v1beta2, else v1beta1), like the slices.
+    if (absl::StatusOr<std::string> v = dra::resourceslice::DiscoverResourceApiVersion(**rest);
+        v.ok()) {
+      d.api_version = *v;
+    } else {
+      SP_LOG(Warning).Msg("resource.k8s.io not served; claims will be read as v1")
+          .KV("error", v.status().ToString());
     }
     claim_driver = std::make_unique<dra::driver::NetDriver>(*rest, d);
     plugin = std::make_unique<dra::kubeletplugin::Plugin>(

@@ -4,9 +4,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include <httplib.h>
 
@@ -100,7 +103,21 @@ absl::StatusOr<std::unique_ptr<IpamServer>> IpamServer::Start(ServerOptions opti
     return absl::UnavailableError(base::StrCat("stat ", path.string(), ": ", std::strerror(errno)));
   }
   server->socket_id_ = {st.st_dev, st.st_ino};
-  server->thread_ = std::thread([s = server.get()] { s->http_->listen_after_bind(); });
+  auto exited = std::make_shared<std::atomic<bool>>(false);
+  server->thread_ = std::thread([s = server.get(), exited] {
+    s->http_->listen_after_bind();
+    exited->store(true);
+  });
+  // Return only once the accept loop runs: httplib's stop() is a no-op before that, so a Stop()
+  // right after Start() would otherwise leave the loop running and join() forever.
+  while (!server->http_->is_running() && !exited->load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (exited->load() && !server->http_->is_running()) {
+    server->thread_.join();
+    server->stopped_ = true;
+    return absl::UnavailableError(base::StrCat("the accept loop on ", path.string(), " exited"));
+  }
   SP_LOG(Info).Msg("IPAM server listening").KV("socket", path.string());
   return server;
 }

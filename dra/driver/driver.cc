@@ -175,10 +175,16 @@ PrepareResult NetDriver::PrepareOne(const ClaimRef& ref, checkpoint::Data* data)
   return result;
 }
 
+api::ResourceInfo NetDriver::ClaimResource() const {
+  api::ResourceInfo info = ResourceClaim::Resource();
+  info.version = options_.api_version.empty() ? "v1" : options_.api_version;
+  return info;
+}
+
 absl::Status NetDriver::PrepareFresh(const ClaimRef& ref, checkpoint::Data* data,
                                      PrepareResult* out) {
   const std::string what = StrCat("ResourceClaim ", ClaimName(ref));
-  kube::DynamicClient claims(rest_, ResourceClaim::Resource());
+  kube::DynamicClient claims(rest_, ClaimResource());
   auto raw = claims.Get(ref.namespace_, ref.name);
   if (!raw.ok()) {
     if (kube::IsNotFound(raw.status())) return absl::NotFoundError(StrCat(what, " not found"));
@@ -376,7 +382,7 @@ absl::Status NetDriver::UpdateDeviceStatuses(
     const std::function<absl::StatusOr<bool>(const ResourceClaim&,
                                              std::vector<AllocatedDeviceStatus>*)>& mutate,
     const Json* fresh) {
-  kube::DynamicClient claims(rest_, ResourceClaim::Resource());
+  kube::DynamicClient claims(rest_, ClaimResource());
   return kube::RetryOnConflict(options_.conflict_retry, [&]() -> absl::Status {
     absl::StatusOr<Json> raw;
     if (fresh != nullptr) {

@@ -58,6 +58,10 @@ inline constexpr char kReadyReason[] = "Prepared";
 struct Options {
   std::string driver_name = kDriverName;
   std::string node_name;  // required
+  // The resource.k8s.io version claims are read and written in: "v1" (Kubernetes >= 1.34),
+  // "v1beta2" (1.33) or "v1beta1" (1.32); the agent passes the one the server serves.
+  // status.devices has the same shape in all three.
+  std::string api_version = "v1";
   // The ResourceSlice pool of this node's devices; "" = node_name.
   std::string pool_name;
   // The plugin data directory: holds the checkpoint (hostPath, same inside and outside).
@@ -113,6 +117,7 @@ class NetDriver : public kubeletplugin::Driver {
   std::string SpecPath(std::string_view claim_uid) const { return specs_.PathFor(claim_uid); }
 
  private:
+  api::ResourceInfo ClaimResource() const;  // ResourceClaim in options_.api_version
   absl::StatusOr<checkpoint::Data> LoadCheckpoint();
   // Rolls back PrepareStarted entries whose UID is not in `keep`; saves if anything changed.
   void RecoverStale(checkpoint::Data* data, const std::vector<kubeletplugin::ClaimRef>& keep);

@@ -622,5 +622,54 @@ TEST_F(DriverTest, ReportNetworkDataKeepsTheReadyCondition) {
   EXPECT_EQ(GetClaim(a).status.devices[1].network_data->interface_name, "net1");
 }
 
+// A Kubernetes 1.32 server serves resource.k8s.io/v1beta1 only: the driver reads the claim and
+// writes status.devices in that version (the agent passes the discovered version).
+TEST(NetDriverVersions, PreparesAClaimServedOnlyAsV1beta1) {
+  auto c = kube::testing::TestCluster::Start({.omit_builtin_versions = {"resource.k8s.io/v1"}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  if ((*c)->loopback() == nullptr) GTEST_SKIP() << "needs an API server without resource.k8s.io/v1";
+  ASSERT_TRUE((*c)->loopback()
+                  ->RegisterResource({"resource.k8s.io", "v1beta1", "ResourceClaim",
+                                      "resourceclaims", "resourceclaim", true, true, {}, ""})
+                  .ok());
+  api::ResourceInfo v1beta1 = ResourceClaim::Resource();
+  v1beta1.version = "v1beta1";
+  kube::DynamicClient claims((*c)->rest(), v1beta1);
+  const std::string ns = (*c)->ns();
+  // v1beta1 shape: the request is flat (no `exactly`).
+  Json claim = {{"apiVersion", "resource.k8s.io/v1beta1"},
+                {"kind", "ResourceClaim"},
+                {"metadata", {{"name", "old"}, {"namespace", ns}}},
+                {"spec",
+                 {{"devices",
+                   {{"requests", {{{"name", "nic"}, {"deviceClassName", "netresources.spidernet.io"}}}}}}}}};
+  auto created = claims.Create(claim);
+  ASSERT_TRUE(created.ok()) << created.status();
+  Json obj = *created;
+  obj["status"] = {{"allocation",
+                    {{"devices",
+                      {{"results",
+                        {{{"request", "nic"}, {"driver", kDriverName}, {"pool", kNode}, {"device", "eth1-0"}}}}}}}}};
+  ASSERT_TRUE(claims.UpdateStatus(obj).ok());
+  char tmpl[] = "/tmp/sp-drv-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  kube::metrics::Registry registry;
+  NetDriver driver((*c)->rest(), {.node_name = kNode, .api_version = "v1beta1",
+                                  .plugin_dir = dir + "/plugin", .cdi_dir = dir + "/cdi",
+                                  .boot_id = "boot-1", .registry = &registry});
+  const std::string uid = (*created)["metadata"]["uid"];
+  auto prepared = driver.Prepare({{ns, uid, "old"}});
+  EXPECT_EQ(prepared[uid].error, "");
+  ASSERT_EQ(prepared[uid].devices.size(), 1u);
+  EXPECT_TRUE(fs::exists(driver.SpecPath(uid)));
+  auto got = claims.Get(ns, "old");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ((*got)["status"]["devices"][0]["device"], "eth1-0");
+  EXPECT_EQ(driver.Unprepare({{ns, uid, "old"}})[uid], "");
+  EXPECT_FALSE(fs::exists(driver.SpecPath(uid)));
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace spiderpool::dra::driver
