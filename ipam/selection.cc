@@ -381,6 +381,12 @@ bool IsAutoCreatedPool(const api::SpiderIPPool& pool) {
   return pool.metadata.labels.count(std::string(api::kLabelOwnerApplicationName)) > 0;
 }
 
+bool PoolAdmitsNode(const api::SpiderIPPool& pool, const NodeInfo& node) {
+  const api::IPPoolSpec& spec = pool.spec;
+  if (!spec.node_name.empty()) return Contains(spec.node_name, node.name);
+  return !spec.node_affinity.has_value() || spec.node_affinity->Matches(node.labels);
+}
+
 std::string PoolFilterReason(const api::SpiderIPPool& pool, int ip_version,
                              const SelectionRequest& request, const SelectionConfig& config,
                              std::string_view nic, const absl::StatusOr<std::string>& nad) {
@@ -392,12 +398,10 @@ std::string PoolFilterReason(const api::SpiderIPPool& pool, int ip_version,
     return StrCat("expect an IPv", ip_version, " IPPool, but the version of the IPPool ", name,
                   " is IPv", v);
   }
-  if (!spec.node_name.empty()) {
-    if (!Contains(spec.node_name, request.node.name)) {
-      return StrCat("unmatched Node name of IPPool ", name);
-    }
-  } else if (spec.node_affinity.has_value() && !spec.node_affinity->Matches(request.node.labels)) {
-    return StrCat("unmatched Node affinity of IPPool ", name);
+  if (!PoolAdmitsNode(pool, request.node)) {
+    return StrCat(spec.node_name.empty() ? "unmatched Node affinity of IPPool "
+                                         : "unmatched Node name of IPPool ",
+                  name);
   }
   if (!spec.namespace_name.empty()) {
     if (!Contains(spec.namespace_name, request.pod.namespace_)) {

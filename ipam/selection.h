@@ -155,6 +155,10 @@ std::string PoolFilterReason(const api::SpiderIPPool& pool, int ip_version,
                              const SelectionRequest& request, const SelectionConfig& config,
                              std::string_view nic, const absl::StatusOr<std::string>& nad);
 
+// The pool's nodeName (if set) names `node`, else its nodeAffinity (if set) matches the node's
+// labels. (The node part of PoolFilterReason; also used for the DRA device model.)
+bool PoolAdmitsNode(const api::SpiderIPPool& pool, const NodeInfo& node);
+
 // Upstream ByPoolPriority: true when `a` must be tried before `b`.
 bool PoolPriorityLess(const api::SpiderIPPool& a, const api::SpiderIPPool& b);
 

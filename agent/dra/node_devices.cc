@@ -8,6 +8,8 @@
 #include <utility>
 
 #include "base/ip.h"
+#include "ipam/pool.h"
+#include "ipam/selection.h"
 #include "base/log.h"
 #include "base/strings.h"
 
@@ -18,18 +20,13 @@ namespace dp = ::spiderpool::dra::deviceplugin;
 
 namespace {
 
-bool Contains(const std::vector<std::string>& v, const std::string& s) {
-  return std::find(v.begin(), v.end(), s) != v.end();
-}
-
-// spec.ips - spec.excludeIPs (what the controller writes as status.totalIPCount).
-int64_t SpecIPCount(const api::IPPoolSpec& spec) {
-  absl::StatusOr<std::vector<base::IPRange>> ips = base::ParseIPRanges(spec.ips);
-  absl::StatusOr<std::vector<base::IPRange>> excluded = base::ParseIPRanges(spec.exclude_ips);
-  if (!ips.ok() || !excluded.ok()) return 0;
-  const absl::uint128 n = base::CountIPs(base::SubtractIPRanges(
-      base::MergeIPRanges(*std::move(ips)), base::MergeIPRanges(*std::move(excluded))));
-  return n > absl::uint128(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(n);
+// Free IPs of a pool: status.freeIPCount as the last writer computed it (agents and the
+// controller keep it current on every status write; cheap to read on every pool event), else
+// the same rule computed from the pool (a pool nobody has counted yet).
+int64_t FreeIPs(const api::SpiderIPPool& pool) {
+  if (pool.status.free_ip_count.has_value()) return *pool.status.free_ip_count;
+  absl::StatusOr<::spiderpool::ipam::PoolCounts> c = ::spiderpool::ipam::ComputePoolCounts(pool, {});
+  return c.ok() ? c->free : 0;
 }
 
 }  // namespace
@@ -41,17 +38,11 @@ std::vector<rs::PoolCapacity> PoolCapacities(
   for (const auto& p : pools) {
     const api::IPPoolSpec& spec = p->spec;
     if (p->metadata.IsDeleting() || spec.disable.value_or(false)) continue;
-    if (!spec.node_name.empty()) {
-      if (!Contains(spec.node_name, node_name)) continue;
-    } else if (spec.node_affinity.has_value() && !spec.node_affinity->Matches(node_labels)) {
-      continue;
-    }
+    if (!::spiderpool::ipam::PoolAdmitsNode(*p, {.name = node_name, .labels = node_labels})) continue;
     absl::StatusOr<base::IPPrefix> subnet = base::IPPrefix::Parse(spec.subnet);
     if (!subnet.ok()) continue;  // the webhook refuses these; nothing to publish for it
-    const int64_t total = p->status.total_ip_count.value_or(SpecIPCount(spec));
-    const int64_t allocated = p->status.allocated_ip_count.value_or(0);
     out.push_back({.subnet = *subnet,
-                   .free_ips = std::max<int64_t>(0, total - allocated),
+                   .free_ips = std::max<int64_t>(0, FreeIPs(*p)),
                    .name = p->metadata.name});
   }
   return out;

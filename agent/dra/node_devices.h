@@ -40,9 +40,8 @@ namespace spiderpool::agent::dra {
 namespace rs = ::spiderpool::dra::resourceslice;
 
 // The pools of `pools` that pods on this node may allocate from (not terminating, not
-// disabled, nodeName / nodeAffinity admit the node) with their free IPs
-// (status.totalIPCount - status.allocatedIPCount; the spec's ips - excludeIPs when the
-// controller has not counted yet).
+// disabled, nodeName / nodeAffinity admit the node: ipam::PoolAdmitsNode) with their free IPs
+// (status.freeIPCount; ipam::ComputePoolCounts when nobody has counted yet).
 std::vector<rs::PoolCapacity> PoolCapacities(
     const std::vector<std::shared_ptr<const api::SpiderIPPool>>& pools,
     const std::string& node_name, const api::Labels& node_labels);
