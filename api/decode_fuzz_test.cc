@@ -17,12 +17,23 @@
 
 #include "api/decode_fuzz.h"
 #include "base/json.h"
+#include "base/testing/json_mutator.h"
 #include "base/yaml.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
 namespace spiderpool::api::fuzz {
 namespace {
+
+// Values the mutator puts where others were: IPs, ranges, times, enums, status maps.
+std::vector<std::string> DomainStrings() {
+  return {"", "10.0.0.1", "10.0.0.300",
+          "10.0.0.0/24", "10.0.0.1-10.0.0.9", "fd00::1-fd00::ff",
+          "::/0", "2024-01-02T03:04:05Z", "2024-01-02T03:04:05.123456Z",
+          "9999-12-31T23:59:59Z", "0000-01-01T00:00:00Z", "4",
+          "macvlan", "custom", "{\"10.0.0.1\":{\"pod\":\"a/b\",\"podUid\":\"u\"}}",
+          "{\"p\":{\"ips\":[\"10.0.0.1\"]}}", "{not json", "\xc3\xa9t\xc3\xa9"};
+}
 
 namespace fs = std::filesystem;
 using base::Json;
@@ -51,162 +62,6 @@ std::vector<Json> SeedCorpus() {
   return seeds;
 }
 
-class Mutator {
- public:
-  Mutator(std::vector<Json> seeds) : seeds_(std::move(seeds)), rng_(kSeed) {
-    for (const Json& s : seeds_) texts_.push_back(base::DumpJson(s));
-  }
-
-  // Returns the next input and whether it came from a structural mutation.
-  std::string Next(bool* structural) {
-    *structural = false;
-    const std::string& text = texts_[Pick(texts_.size())];
-    switch (Pick(8)) {  // half byte-level, half structural
-      case 0: return FlipBits(text);
-      case 1: return text.substr(0, Pick(text.size() + 1));
-      case 2: {
-        const std::string& other = texts_[Pick(texts_.size())];
-        return text.substr(0, Pick(text.size() + 1)) + other.substr(Pick(other.size() + 1));
-      }
-      case 3: return InsertOrDelete(text);
-      default: {
-        *structural = true;
-        Json j = seeds_[Pick(seeds_.size())];
-        int n = 1 + static_cast<int>(Pick(4));
-        for (int i = 0; i < n; ++i) MutateTree(&j);
-        return base::DumpJson(j);
-      }
-    }
-  }
-
- private:
-  size_t Pick(size_t n) { return n == 0 ? 0 : std::uniform_int_distribution<size_t>(0, n - 1)(rng_); }
-
-  std::string FlipBits(std::string s) {
-    if (s.empty()) return s;
-    int n = 1 + static_cast<int>(Pick(8));
-    for (int i = 0; i < n; ++i) s[Pick(s.size())] ^= static_cast<char>(1u << Pick(8));
-    return s;
-  }
-
-  std::string InsertOrDelete(std::string s) {
-    static const std::string kTokens[] = {"{", "}", "[", "]", ",", ":", "\"", "null", "-1",
-                                          "1e309", "\\u0000", "\xff", "true", "0.5"};
-    size_t pos = Pick(s.size() + 1);
-    if (Pick(2) == 0) {
-      s.insert(pos, kTokens[Pick(std::size(kTokens))]);
-    } else {
-      s.erase(pos, Pick(16));
-    }
-    return s;
-  }
-
-  Json RandomValue() {
-    static const char* kStrings[] = {"",
-                                     "10.0.0.1",
-                                     "10.0.0.300",
-                                     "10.0.0.0/24",
-                                     "10.0.0.1-10.0.0.9",
-                                     "fd00::1-fd00::ff",
-                                     "::/0",
-                                     "2024-01-02T03:04:05Z",
-                                     "2024-01-02T03:04:05.123456Z",
-                                     "9999-12-31T23:59:59Z",
-                                     "0000-01-01T00:00:00Z",
-                                     "4",
-                                     "macvlan",
-                                     "custom",
-                                     "{\"10.0.0.1\":{\"pod\":\"a/b\",\"podUid\":\"u\"}}",
-                                     "{\"p\":{\"ips\":[\"10.0.0.1\"]}}",
-                                     "{not json",
-                                     "\xc3\xa9t\xc3\xa9"};
-    switch (Pick(10)) {
-      case 0: return nullptr;
-      case 1: return Pick(2) == 0;
-      case 2: return static_cast<int64_t>(Pick(10000)) - 5000;
-      case 3: return Pick(2) ? Json(INT64_MAX) : Json(UINT64_MAX);
-      case 4: return 1.5;
-      case 5: return kStrings[Pick(std::size(kStrings))];
-      case 6: return Json::object();
-      case 7: return Json::array({RandomScalar()});
-      case 8: return Json::object({{"key", RandomScalar()}});
-      default: {
-        // A subtree of another seed (right shape, wrong place).
-        Json j = seeds_[Pick(seeds_.size())];
-        Json* node = RandomNode(&j);
-        return *node;
-      }
-    }
-  }
-
-  Json RandomScalar() {
-    switch (Pick(3)) {
-      case 0: return "10.0.0." + std::to_string(Pick(300));
-      case 1: return static_cast<int64_t>(Pick(5000));
-      default: return nullptr;
-    }
-  }
-
-  // A random node of `j` (possibly j itself), reached by walking down at random.
-  Json* RandomNode(Json* j, Json** parent = nullptr, std::string* key = nullptr,
-                   size_t* index = nullptr) {
-    Json* cur = j;
-    if (parent) *parent = nullptr;
-    while ((cur->is_object() || cur->is_array()) && !cur->empty() && Pick(4) != 0) {
-      if (parent) *parent = cur;
-      if (cur->is_object()) {
-        auto it = cur->begin();
-        std::advance(it, Pick(cur->size()));
-        if (key) *key = it.key();
-        cur = &it.value();
-      } else {
-        size_t i = Pick(cur->size());
-        if (index) *index = i;
-        cur = &(*cur)[i];
-      }
-    }
-    return cur;
-  }
-
-  void MutateTree(Json* j) {
-    Json* parent = nullptr;
-    std::string key;
-    size_t index = 0;
-    Json* node = RandomNode(j, &parent, &key, &index);
-    switch (Pick(4)) {
-      case 0:  // delete
-        if (parent != nullptr && parent->is_object()) {
-          parent->erase(key);
-          return;
-        }
-        if (parent != nullptr && parent->is_array()) {
-          parent->erase(index);
-          return;
-        }
-        *node = RandomValue();
-        return;
-      case 1:  // duplicate an array element / add an unknown key
-        if (node->is_array() && !node->empty()) {
-          Json copy = (*node)[Pick(node->size())];
-          node->push_back(std::move(copy));
-          return;
-        }
-        if (node->is_object()) {
-          (*node)["x-unknown-" + std::to_string(Pick(3))] = RandomValue();
-          return;
-        }
-        *node = RandomValue();
-        return;
-      default:  // replace
-        *node = RandomValue();
-        return;
-    }
-  }
-
-  std::vector<Json> seeds_;
-  std::vector<std::string> texts_;
-  std::mt19937_64 rng_;
-};
 
 TEST(DecodeFuzz, SeedCorpusThroughTheEntryPoint) {
   std::vector<Json> seeds = SeedCorpus();
@@ -224,7 +79,8 @@ TEST(DecodeFuzz, SeedCorpusThroughTheEntryPoint) {
 }
 
 TEST(DecodeFuzz, DeterministicMutations) {
-  Mutator m(SeedCorpus());
+  base::testing::JsonMutator m(
+      {.seeds = SeedCorpus(), .strings = DomainStrings(), .seed = kSeed});
   int parsed = 0, structural = 0, clean_decodes = 0, failing = 0;
   std::vector<std::string> first_failures;
   for (int i = 0; i < kIterations; ++i) {

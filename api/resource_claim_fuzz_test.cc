@@ -10,6 +10,7 @@
 
 #include "api/resource_claim.h"
 #include "base/json.h"
+#include "base/testing/json_mutator.h"
 #include "gtest/gtest.h"
 
 namespace spiderpool::api::resource_v1 {
@@ -49,112 +50,22 @@ const char* const kSeeds[] = {
     "{}", "null", "[]", R"({"spec":null,"status":null})",
 };
 
-class Mutator {
- public:
-  Mutator() : rng_(kSeed) {
-    for (const char* s : kSeeds) {
-      seeds_.push_back(*base::ParseJson(s));
-      texts_.push_back(base::DumpJson(seeds_.back()));
-    }
-  }
-
-  std::string Next() {
-    const std::string& text = texts_[Pick(texts_.size())];
-    switch (Pick(6)) {
-      case 0: {  // bit flips
-        std::string s = text;
-        for (int i = 0, n = 1 + static_cast<int>(Pick(6)); i < n && !s.empty(); ++i) {
-          s[Pick(s.size())] ^= static_cast<char>(1u << Pick(8));
-        }
-        return s;
-      }
-      case 1: return text.substr(0, Pick(text.size() + 1));
-      default: {
-        Json j = seeds_[Pick(seeds_.size())];
-        for (int i = 0, n = 1 + static_cast<int>(Pick(4)); i < n; ++i) MutateTree(&j);
-        return base::DumpJson(j);
-      }
-    }
-  }
-
- private:
-  size_t Pick(size_t n) {
-    return n == 0 ? 0 : std::uniform_int_distribution<size_t>(0, n - 1)(rng_);
-  }
-
-  Json RandomValue() {
-    static const char* kStrings[] = {"", "resource.k8s.io/v1beta1", "resource.k8s.io/v1",
+base::testing::JsonMutator NewMutator() {
+  std::vector<Json> seeds;
+  for (const char* s : kSeeds) seeds.push_back(*base::ParseJson(s));
+  return base::testing::JsonMutator(
+      {.seeds = std::move(seeds),
+       .strings = {"", "resource.k8s.io/v1beta1", "resource.k8s.io/v1",
                                      "resource.k8s.io/v1beta2", "resource.k8s.io/v0",
                                      "ResourceClaimTemplate", "ResourceClaimList", "10.0.0.1/24",
                                      "10.0.0.1", "fd00::1/129", "2026-01-01T00:00:00Z", "a/b",
-                                     "\xc3\xa9"};
-    switch (Pick(8)) {
-      case 0: return nullptr;
-      case 1: return Pick(2) == 0;
-      case 2: return static_cast<int64_t>(Pick(100)) - 50;
-      case 3: return kStrings[Pick(std::size(kStrings))];
-      case 4: return Json::object();
-      case 5: return Json::array({kStrings[Pick(std::size(kStrings))]});
-      case 6: return 1e300;
-      default: {
-        Json j = seeds_[Pick(seeds_.size())];
-        return *RandomNode(&j, nullptr, nullptr, nullptr);
-      }
-    }
-  }
+                                     "\xc3\xa9"},
+       .seed = kSeed});
+}
 
-  Json* RandomNode(Json* j, Json** parent, std::string* key, size_t* index) {
-    Json* cur = j;
-    if (parent) *parent = nullptr;
-    while ((cur->is_object() || cur->is_array()) && !cur->empty() && Pick(5) != 0) {
-      if (parent) *parent = cur;
-      if (cur->is_object()) {
-        auto it = cur->begin();
-        std::advance(it, Pick(cur->size()));
-        if (key) *key = it.key();
-        cur = &it.value();
-      } else {
-        size_t i = Pick(cur->size());
-        if (index) *index = i;
-        cur = &(*cur)[i];
-      }
-    }
-    return cur;
-  }
-
-  void MutateTree(Json* j) {
-    Json* parent = nullptr;
-    std::string key;
-    size_t index = 0;
-    Json* node = RandomNode(j, &parent, &key, &index);
-    switch (Pick(3)) {
-      case 0:
-        if (parent != nullptr && parent->is_object()) {
-          parent->erase(key);
-        } else if (parent != nullptr && parent->is_array()) {
-          parent->erase(index);
-        } else {
-          *node = RandomValue();
-        }
-        return;
-      case 1:
-        if (node->is_object()) {
-          (*node)["x-" + std::to_string(Pick(3))] = RandomValue();
-          return;
-        }
-        [[fallthrough]];
-      default:
-        *node = RandomValue();
-    }
-  }
-
-  std::vector<Json> seeds_;
-  std::vector<std::string> texts_;
-  std::mt19937_64 rng_;
-};
 
 TEST(ResourceClaimFuzz, MutatedObjectsNeverCrashAndRoundTrip) {
-  Mutator m;
+  base::testing::JsonMutator m = NewMutator();
   int parsed = 0, claims = 0, templates = 0;
   for (int i = 0; i < kIterations; ++i) {
     std::string input = m.Next();

@@ -22,6 +22,7 @@
 #include "api/codec.h"
 #include "api/spider.h"
 #include "base/json.h"
+#include "base/testing/json_mutator.h"
 #include "base/yaml.h"
 #include "multus/defaults.h"
 #include "multus/generate.h"
@@ -50,115 +51,31 @@ std::vector<Json> Seeds() {
   return seeds;
 }
 
+// Structural mutations of the seed SMCs (with SMC field names as the keys it adds and CNI
+// words / hostile config texts as values), a quarter of them damaged at the byte level too.
 class Mutator {
  public:
-  explicit Mutator(std::vector<Json> seeds) : seeds_(std::move(seeds)), rng_(kSeed) {}
-
-  std::string Next() {
-    Json j = seeds_[Pick(seeds_.size())];
-    int n = 1 + static_cast<int>(Pick(4));
-    for (int i = 0; i < n; ++i) MutateTree(&j);
-    std::string text = base::DumpJson(j);
-    if (Pick(4) == 0) text = Bytes(std::move(text));
-    return text;
-  }
-
-  size_t Pick(size_t n) {
-    return n == 0 ? 0 : std::uniform_int_distribution<size_t>(0, n - 1)(rng_);
-  }
-
- private:
-  std::string Bytes(std::string s) {
-    if (s.empty()) return s;
-    switch (Pick(3)) {
-      case 0:
-        s[Pick(s.size())] ^= static_cast<char>(1u << Pick(8));
-        return s;
-      case 1:
-        return s.substr(0, Pick(s.size() + 1));
-      default:
-        s.insert(Pick(s.size() + 1), Pick(2) ? "\\u0000" : "\xff");
-        return s;
-    }
-  }
-
-  Json Hostile() {
-    static const std::vector<std::string> kStrings = {
-        "", "{", "{}", "[]", "null", "7", R"({"type":"x","<&>":"\u2028"})",
+  explicit Mutator(std::vector<Json> seeds)
+      : m_({.seeds = std::move(seeds),
+            .strings = {"", "{", "{}", "[]", "null", "7", R"({"type":"x","<&>":"\u2028"})",
         R"({"cniVersion":"1.0.0","plugins":[{"type":"bridge"}]})", "{\"a\":1e309}",
         "macvlan", "ipvlan", "vlan", "sriov", "ib-sriov", "ipoib", "ovs", "custom", "auto",
         "manual", "eth0", "bond0", "\xc3\xa9", "\xff\xfe", "0.3.1", "1.0.0",
-        std::string(300, 'a')};
-    switch (Pick(8)) {
-      case 0: return nullptr;
-      case 1: return Pick(2) == 0;
-      case 2: return static_cast<int64_t>(Pick(10000)) - 5000;
-      case 3: return Pick(2) ? Json(INT64_MAX) : Json(UINT64_MAX);
-      case 4: return Json::array({kStrings[Pick(kStrings.size())]});
-      case 5: return Json::object();
-      case 6: {
-        Json j = seeds_[Pick(seeds_.size())];
-        return *RandomNode(&j);
-      }
-      default: return kStrings[Pick(kStrings.size())];
-    }
-  }
-
-  Json* RandomNode(Json* j, Json** parent = nullptr, std::string* key = nullptr,
-                   size_t* index = nullptr) {
-    Json* cur = j;
-    if (parent) *parent = nullptr;
-    while ((cur->is_object() || cur->is_array()) && !cur->empty() && Pick(5) != 0) {
-      if (parent) *parent = cur;
-      if (cur->is_object()) {
-        auto it = cur->begin();
-        std::advance(it, Pick(cur->size()));
-        if (key) *key = it.key();
-        cur = &it.value();
-      } else {
-        size_t i = Pick(cur->size());
-        if (index) *index = i;
-        cur = &(*cur)[i];
-      }
-    }
-    return cur;
-  }
-
-  void MutateTree(Json* j) {
-    Json* parent = nullptr;
-    std::string key;
-    size_t index = 0;
-    Json* node = RandomNode(j, &parent, &key, &index);
-    switch (Pick(4)) {
-      case 0:
-        if (parent != nullptr && parent->is_object()) {
-          parent->erase(key);
-        } else if (parent != nullptr && parent->is_array()) {
-          parent->erase(index);
-        }
-        return;
-      case 1:
-        if (node->is_array() && !node->empty()) {
-          node->push_back(Json((*node)[Pick(node->size())]));
-          return;
-        }
-        if (node->is_object()) {
-          static const char* kKeys[] = {"chainCNIJsonData", "customCNI", "cniType", "bond",
+        std::string(300, 'a')},
+            .keys = {"chainCNIJsonData", "customCNI", "cniType", "bond",
                                         "vlanID", "master", "coordinator", "ippools",
-                                        "enableCoordinator", "disableIPAM", "vlanMode"};
-          (*node)[kKeys[Pick(std::size(kKeys))]] = Hostile();
-          return;
-        }
-        *node = Hostile();
-        return;
-      default:
-        *node = Hostile();
-        return;
-    }
-  }
+                                        "enableCoordinator", "disableIPAM", "vlanMode"},
+            .seed = kSeed}) {}
 
-  std::vector<Json> seeds_;
-  std::mt19937_64 rng_;
+  std::string Next() {
+    std::string text = base::DumpJson(m_.NextTree());
+    if (m_.Pick(4) == 0) text = m_.MutateBytes(std::move(text));
+    return text;
+  }
+  size_t Pick(size_t n) { return m_.Pick(n); }
+
+ private:
+  base::testing::JsonMutator m_;
 };
 
 // Damages `nad` the way another writer might.

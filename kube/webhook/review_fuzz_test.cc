@@ -14,6 +14,7 @@
 
 #include "api/admission.h"
 #include "base/json.h"
+#include "base/testing/json_mutator.h"
 #include "gtest/gtest.h"
 #include "kube/webhook/server.h"
 
@@ -54,82 +55,6 @@ std::vector<Json> Seeds() {
   return seeds;
 }
 
-class Fuzzer {
- public:
-  explicit Fuzzer(std::vector<Json> seeds) : seeds_(std::move(seeds)), rng_(kSeed) {}
-
-  uint64_t Pick(uint64_t n) { return std::uniform_int_distribution<uint64_t>(0, n - 1)(rng_); }
-
-  Json RandomValue() {
-    switch (Pick(9)) {
-      case 0: return nullptr;
-      case 1: return Pick(2) == 1;
-      case 2: return static_cast<int64_t>(Pick(1000)) - 500;
-      case 3: return 1e308 * 10;  // inf -> null when dumped
-      case 4: return "CREATE";
-      case 5: return std::string(Pick(40), '\xff');
-      case 6: return Json::array({1, "a", nullptr});
-      case 7: return Json::object({{"uid", 5}});
-      default: return "";
-    }
-  }
-
-  // A random node of `j` (by value walk).
-  Json* RandomNode(Json* j, int depth = 0) {
-    if (depth > 8 || !(j->is_object() || j->is_array()) || j->empty() || Pick(3) == 0) return j;
-    size_t i = Pick(j->size());
-    auto it = j->begin();
-    std::advance(it, static_cast<int64_t>(i));
-    return RandomNode(&*it, depth + 1);
-  }
-
-  std::string Next() {
-    Json j = seeds_[Pick(seeds_.size())];
-    if (Pick(2) == 0) {  // structural
-      for (uint64_t n = 1 + Pick(3); n > 0; --n) {
-        Json* node = RandomNode(&j);
-        switch (Pick(5)) {
-          case 0: *node = RandomValue(); break;
-          case 1:
-            if (node->is_object() && !node->empty()) node->erase(node->begin());
-            break;
-          case 2:
-            if (node->is_array()) node->push_back(*node);
-            break;
-          case 3: {
-            Json other = seeds_[Pick(seeds_.size())];
-            *node = *RandomNode(&other);
-            break;
-          }
-          default:
-            if (node->is_object()) (*node)["extra" + std::to_string(Pick(3))] = RandomValue();
-        }
-      }
-      return base::DumpJson(j);
-    }
-    std::string s = base::DumpJson(j);
-    for (uint64_t n = 1 + Pick(4); n > 0 && !s.empty(); --n) {
-      size_t at = Pick(s.size());
-      switch (Pick(5)) {
-        case 0: s[at] = static_cast<char>(Pick(256)); break;
-        case 1: s.resize(at); break;
-        case 2: s.insert(at, 1, "{}[]\",:\\0e-"[Pick(12)]); break;
-        case 3: s.erase(at, 1 + Pick(8)); break;
-        default: {
-          std::string other = base::DumpJson(seeds_[Pick(seeds_.size())]);
-          size_t from = Pick(other.size());
-          s = s.substr(0, at) + other.substr(from);
-        }
-      }
-    }
-    return s;
-  }
-
- private:
-  std::vector<Json> seeds_;
-  std::mt19937_64 rng_;
-};
-
 void CheckReply(const HttpRequest& req, const HttpReply& r) {
   ASSERT_TRUE(r.status == 200 || (r.status >= 400 && r.status < 500))
       << r.status << " for " << req.body.substr(0, 300) << "\n" << r.body;
@@ -168,7 +93,15 @@ TEST(ReviewFuzzTest, NeverCrashesAlways200Or4xx) {
     if (obj.contains("spec") && obj["spec"].is_object()) obj["spec"]["ipVersion"] = 4;
     return Mutation::Patched(std::move(obj), req.object);
   });
-  Fuzzer f(Seeds());
+  // Values of the AdmissionReview vocabulary, invalid UTF-8, a long string.
+  base::testing::JsonMutator f({.seeds = Seeds(),
+                                .strings = {"CREATE", "UPDATE", "DELETE", "CONNECT",
+                                            "admission.k8s.io/v1", "AdmissionReview",
+                                            std::string(40, '\xff')},
+                                .seed = kSeed,
+                                // enough well-formed reviews must reach the handlers (see below)
+                                .structural_percent = 75,
+                                .max_tree_edits = 1});
   int ok = 0;
   for (int i = 0; i < kIterations; ++i) {
     HttpRequest req{.method = "POST", .path = (i % 2 == 0) ? "/validate" : "/mutate",
