@@ -8,11 +8,13 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <random>
 
 #include "base/strings.h"
 #include "base/subprocess.h"
+#include "base/testing/podman.h"
 #include "dra/cdi/spec.h"
 #include "dra/cdi/writer.h"
 #include "gmock/gmock.h"
@@ -43,23 +45,14 @@ std::string RandomUID() {
 class CdiPodmanTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (::geteuid() != 0) GTEST_SKIP() << "needs root (podman run, /var/run/cdi)";
-    for (const char* bin : {"/usr/bin/podman", "/usr/sbin/runc", "/bin/busybox"}) {
-      if (::access(bin, X_OK) != 0) GTEST_SKIP() << bin << " is not installed";
-    }
+    if (std::string why = base::testing::PodmanSkipReason(); !why.empty()) GTEST_SKIP() << why;
     char dir[] = "/tmp/sp-cdipod-XXXXXX";
     ASSERT_NE(::mkdtemp(dir), nullptr);
     tmp_ = dir;
-    WriteFile(tmp_ + "/containers.conf",
-              "[containers]\n"
-              "default_ulimits = [\"nofile=1024:1024\", \"nproc=4096:4096\"]\n"
-              "[engine]\ncgroup_manager = \"cgroupfs\"\nruntime = \"runc\"\n");
-    WriteFile(tmp_ + "/storage.conf",
-              base::StrCat("[storage]\ndriver = \"vfs\"\nrunroot = \"", tmp_, "/run\"\n",
-                           "graphroot = \"", tmp_, "/graph\"\n"));
-    fs::create_directories(tmp_ + "/rootfs/bin");
-    fs::create_directories(tmp_ + "/rootfs/opt");
-    fs::copy_file("/bin/busybox", tmp_ + "/rootfs/bin/busybox");
+    auto podman = base::testing::PodmanSandbox::Create(tmp_);
+    ASSERT_TRUE(podman.ok()) << podman.status();
+    podman_.emplace(*std::move(podman));
+    fs::create_directories(podman_->rootfs() + "/opt");
     WriteFile(tmp_ + "/librdma-fake.so", "fake rdma library\n");
     created_cdi_dir_ = !fs::exists(kDefaultSpecDir);
     uid_ = RandomUID();
@@ -73,30 +66,24 @@ class CdiPodmanTest : public ::testing::Test {
     fs::remove_all(tmp_, ec);
   }
 
-  absl::StatusOr<base::ProcessResult> Podman(std::vector<std::string> args) {
-    args.insert(args.begin(), "/usr/bin/podman");
-    return base::RunProcess({.argv = args,
-                             .env = {{"CONTAINERS_CONF", tmp_ + "/containers.conf"},
-                                     {"CONTAINERS_STORAGE_CONF", tmp_ + "/storage.conf"}},
-                             .inherit_env = true,
-                             .timeout = absl::Seconds(120)});
-  }
-
-  // All options before --rootfs: it takes the rootfs as the positional argument.
   // --network=none: no host bridge. `debug` only where a reason must be read: it makes conmon
   // log to syslog, which costs ~20 s per run here.
   absl::StatusOr<base::ProcessResult> RunWithDevice(std::vector<std::string> cmd,
                                                     bool debug = false) {
-    std::vector<std::string> args = {"run", "--rm", "--network=none", "--device",
-                                     base::StrCat(kKind, "=", uid_), "--rootfs", tmp_ + "/rootfs"};
-    if (debug) args.insert(args.begin(), "--log-level=debug");
+    if (!debug) {
+      return podman_->Run({"--network=none", "--device", base::StrCat(kKind, "=", uid_)}, cmd);
+    }
+    std::vector<std::string> args = {"--log-level=debug", "run", "--rm", "--network=none",
+                                     "--device", base::StrCat(kKind, "=", uid_), "--rootfs",
+                                     podman_->rootfs()};
     args.insert(args.end(), cmd.begin(), cmd.end());
-    return Podman(args);
+    return podman_->Podman(args);
   }
 
   std::string tmp_, uid_;
   bool created_cdi_dir_ = false;
   SpecWriter writer_{kDefaultSpecDir};
+  std::optional<base::testing::PodmanSandbox> podman_;
 };
 
 TEST_F(CdiPodmanTest, PodmanInjectsTheClaimEnvAndMount) {

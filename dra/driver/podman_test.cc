@@ -10,12 +10,14 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <sstream>
 
 #include "api/spider.h"
 #include "base/strings.h"
 #include "base/subprocess.h"
+#include "base/testing/podman.h"
 #include "base/yaml.h"
 #include "dra/driver/driver.h"
 #include "gmock/gmock.h"
@@ -34,11 +36,6 @@ using ::testing::HasSubstr;
 
 constexpr char kCrdDir[] = "charts/spiderpool/crds";
 
-void WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-}
-
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;
@@ -49,10 +46,7 @@ std::string ReadFile(const std::string& path) {
 class DriverPodmanTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (::geteuid() != 0) GTEST_SKIP() << "needs root (podman run, /var/run/cdi)";
-    for (const char* bin : {"/usr/bin/podman", "/usr/sbin/runc", "/bin/busybox"}) {
-      if (::access(bin, X_OK) != 0) GTEST_SKIP() << bin << " is not installed";
-    }
+    if (std::string why = base::testing::PodmanSkipReason(); !why.empty()) GTEST_SKIP() << why;
     auto c = kube::testing::TestCluster::Start();
     ASSERT_TRUE(c.ok()) << c.status();
     cluster_ = std::move(*c);
@@ -60,15 +54,9 @@ class DriverPodmanTest : public ::testing::Test {
     char dir[] = "/tmp/sp-drvpod-XXXXXX";
     ASSERT_NE(::mkdtemp(dir), nullptr);
     tmp_ = dir;
-    WriteFile(tmp_ + "/containers.conf",
-              "[containers]\n"
-              "default_ulimits = [\"nofile=1024:1024\", \"nproc=4096:4096\"]\n"
-              "[engine]\ncgroup_manager = \"cgroupfs\"\nruntime = \"runc\"\n");
-    WriteFile(tmp_ + "/storage.conf",
-              StrCat("[storage]\ndriver = \"vfs\"\nrunroot = \"", tmp_, "/run\"\n", "graphroot = \"",
-                     tmp_, "/graph\"\n"));
-    fs::create_directories(tmp_ + "/rootfs/bin");
-    fs::copy_file("/bin/busybox", tmp_ + "/rootfs/bin/busybox");
+    auto podman = base::testing::PodmanSandbox::Create(tmp_);
+    ASSERT_TRUE(podman.ok()) << podman.status();
+    podman_.emplace(*std::move(podman));
     created_cdi_dir_ = !fs::exists(cdi::kDefaultSpecDir);
   }
 
@@ -81,19 +69,13 @@ class DriverPodmanTest : public ::testing::Test {
   }
 
   absl::StatusOr<base::ProcessResult> Run(std::vector<std::string> cmd) {
-    std::vector<std::string> args = {"/usr/bin/podman", "run", "--rm", "--network=none", "--device",
-                                     StrCat(cdi::kKind, "=", uid_), "--rootfs", tmp_ + "/rootfs"};
-    args.insert(args.end(), cmd.begin(), cmd.end());
-    return base::RunProcess({.argv = args,
-                             .env = {{"CONTAINERS_CONF", tmp_ + "/containers.conf"},
-                                     {"CONTAINERS_STORAGE_CONF", tmp_ + "/storage.conf"}},
-                             .inherit_env = true,
-                             .timeout = absl::Seconds(120)});
+    return podman_->Run({"--network=none", "--device", StrCat(cdi::kKind, "=", uid_)}, cmd);
   }
 
   std::unique_ptr<kube::testing::TestCluster> cluster_;
   std::string tmp_, uid_;
   bool created_cdi_dir_ = false;
+  std::optional<base::testing::PodmanSandbox> podman_;
 };
 
 TEST_F(DriverPodmanTest, PodmanRunsWithTheSpecTheDriverWrote) {

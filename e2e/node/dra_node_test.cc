@@ -24,6 +24,7 @@
 #include "base/json.h"
 #include "base/strings.h"
 #include "base/subprocess.h"
+#include "base/testing/podman.h"
 #include "dra/kubeletplugin/testing/fake_kubelet.h"
 #include "e2e/node/node_env.h"
 #include "kube/rest/client.h"
@@ -54,9 +55,7 @@ class DraNodeTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (std::string why = NodeTestSkipReason(); !why.empty()) GTEST_SKIP() << why;
-    for (const char* bin : {"/usr/bin/podman", "/usr/sbin/runc", "/bin/busybox"}) {
-      if (::access(bin, X_OK) != 0) GTEST_SKIP() << bin << " is not installed";
-    }
+    if (std::string why = base::testing::PodmanSkipReason(); !why.empty()) GTEST_SKIP() << why;
     auto c = kube::testing::TestCluster::Start();
     ASSERT_TRUE(c.ok()) << c.status();
     cluster_ = std::move(*c);
@@ -222,21 +221,11 @@ class DraNodeTest : public ::testing::Test {
   }
 
   absl::StatusOr<base::ProcessResult> PodmanWithDevice(const std::string& uid) {
-    const std::string conf = tmp_ + "/containers.conf", storage = tmp_ + "/storage.conf";
-    std::ofstream(conf) << "[containers]\ndefault_ulimits = [\"nofile=1024:1024\", "
-                           "\"nproc=4096:4096\"]\n[engine]\ncgroup_manager = \"cgroupfs\"\n"
-                           "runtime = \"runc\"\n";
-    std::ofstream(storage) << "[storage]\ndriver = \"vfs\"\nrunroot = \"" << tmp_
-                           << "/run\"\ngraphroot = \"" << tmp_ << "/graph\"\n";
-    fs::create_directories(tmp_ + "/rootfs/bin");
-    if (!fs::exists(tmp_ + "/rootfs/bin/busybox")) fs::copy_file("/bin/busybox", tmp_ + "/rootfs/bin/busybox");
-    return base::RunProcess(
-        {.argv = {"/usr/bin/podman", "run", "--rm", "--network=none", "--device",
-                  base::StrCat("k8s.netresources.spidernet.io/claim=", uid), "--rootfs",
-                  tmp_ + "/rootfs", "/bin/busybox", "env"},
-         .env = {{"CONTAINERS_CONF", conf}, {"CONTAINERS_STORAGE_CONF", storage}},
-         .inherit_env = true,
-         .timeout = absl::Seconds(120)});
+    auto podman = base::testing::PodmanSandbox::Create(tmp_);
+    if (!podman.ok()) return podman.status();
+    return podman->Run(
+        {"--network=none", "--device", base::StrCat("k8s.netresources.spidernet.io/claim=", uid)},
+        {"/bin/busybox", "env"});
   }
 
   std::unique_ptr<kube::testing::TestCluster> cluster_;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -14,6 +15,7 @@
 #include "api/core.h"
 #include "api/spider.h"
 #include "base/strings.h"
+#include "base/testing/podman.h"
 #include "e2e/node/node_env.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -43,9 +45,7 @@ class PodmanTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (std::string why = NodeTestSkipReason(); !why.empty()) GTEST_SKIP() << why;
-    for (const char* bin : {"/usr/bin/podman", "/usr/sbin/runc", "/bin/busybox"}) {
-      if (::access(bin, X_OK) != 0) GTEST_SKIP() << bin << " is not installed";
-    }
+    if (std::string why = base::testing::PodmanSkipReason(); !why.empty()) GTEST_SKIP() << why;
     auto c = kube::testing::TestCluster::Start();
     ASSERT_TRUE(c.ok()) << c.status();
     cluster_ = std::move(*c);
@@ -90,18 +90,11 @@ class PodmanTest : public ::testing::Test {
                                         {{"type", "spiderpool"},
                                          {"default_ipv4_ippool", base::Json::array({pool_})},
                                          {"ipam_unix_socket_path", socket}}}}})}}));
-    WriteFile(tmp_ + "/containers.conf",
-              base::StrCat("[containers]\n"
-                           "default_ulimits = [\"nofile=1024:1024\", \"nproc=4096:4096\"]\n"
-                           "[engine]\ncgroup_manager = \"cgroupfs\"\nruntime = \"runc\"\n"
-                           "[network]\nnetwork_backend = \"cni\"\n"
-                           "network_config_dir = \"", tmp_, "/net\"\n"
-                           "cni_plugin_dirs = [\"", Runfile("agent/cni"), "\", \"/usr/lib/cni\"]\n"));
-    WriteFile(tmp_ + "/storage.conf",
-              base::StrCat("[storage]\ndriver = \"vfs\"\nrunroot = \"", tmp_, "/run\"\n",
-                           "graphroot = \"", tmp_, "/graph\"\n"));
-    std::filesystem::create_directories(tmp_ + "/rootfs/bin");
-    std::filesystem::copy_file("/bin/busybox", tmp_ + "/rootfs/bin/busybox");
+    auto podman = base::testing::PodmanSandbox::Create(
+        tmp_, base::testing::PodmanCniNetwork{.config_dir = tmp_ + "/net",
+                                              .plugin_dirs = {Runfile("agent/cni"), "/usr/lib/cni"}});
+    ASSERT_TRUE(podman.ok()) << podman.status();
+    podman_.emplace(*std::move(podman));
 
     auto agent = base::Process::Start(
         {.argv = {Runfile("agent/spiderpool-agent"), "--node-name=" + node_,
@@ -131,15 +124,6 @@ class PodmanTest : public ::testing::Test {
     if (!tmp_.empty()) std::filesystem::remove_all(tmp_);
   }
 
-  absl::StatusOr<base::ProcessResult> Podman(std::vector<std::string> args) {
-    args.insert(args.begin(), "/usr/bin/podman");
-    return base::RunProcess({.argv = args,
-                             .env = {{"CONTAINERS_CONF", tmp_ + "/containers.conf"},
-                                     {"CONTAINERS_STORAGE_CONF", tmp_ + "/storage.conf"}},
-                             .inherit_env = true,
-                             .timeout = absl::Seconds(120)});
-  }
-
   api::PoolIPAllocations Records() {
     auto p = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", pool_);
     EXPECT_TRUE(p.ok()) << p.status();
@@ -149,6 +133,7 @@ class PodmanTest : public ::testing::Test {
   std::unique_ptr<kube::testing::TestCluster> cluster_;
   std::unique_ptr<base::Process> agent_;
   std::string ns_, node_, pool_, tmp_, bridge_;
+  std::optional<base::testing::PodmanSandbox> podman_;
 };
 
 TEST_F(PodmanTest, ContainerGetsAnIPFromTheSpiderIPPoolAndReleasesItOnExit) {
@@ -160,8 +145,8 @@ TEST_F(PodmanTest, ContainerGetsAnIPFromTheSpiderIPPoolAndReleasesItOnExit) {
   pod.spec.containers.push_back({.name = "c", .image = "busybox"});
   ASSERT_TRUE(kube::Client<api::Pod>(cluster_->rest()).Create(pod).ok());
 
-  auto run = Podman({"run", "--rm", "--name", name, "--network", "spnet", "--rootfs",
-                     tmp_ + "/rootfs", "/bin/busybox", "ip", "-o", "-4", "addr", "show", "eth0"});
+  auto run = podman_->Run({"--name", name, "--network", "spnet"},
+                          {"/bin/busybox", "ip", "-o", "-4", "addr", "show", "eth0"});
   ASSERT_TRUE(run.ok()) << run.status();
   ASSERT_EQ(run->exit_code, 0) << run->stdout_data << run->stderr_data << "\nagent log:\n"
                                << ReadFile(tmp_ + "/agent.log");
@@ -173,8 +158,7 @@ TEST_F(PodmanTest, ContainerGetsAnIPFromTheSpiderIPPoolAndReleasesItOnExit) {
 }
 
 TEST_F(PodmanTest, AContainerWithoutAPodObjectFailsCleanly) {
-  auto run = Podman({"run", "--rm", "--name", "nopod", "--network", "spnet", "--rootfs",
-                     tmp_ + "/rootfs", "/bin/busybox", "true"});
+  auto run = podman_->Run({"--name", "nopod", "--network", "spnet"}, {"/bin/busybox", "true"});
   ASSERT_TRUE(run.ok()) << run.status();
   EXPECT_NE(run->exit_code, 0);
   EXPECT_THAT(run->stderr_data, HasSubstr("nopod"));
