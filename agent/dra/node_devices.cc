@@ -163,7 +163,14 @@ void NodeDevices::PublishLoop(std::stop_token stop) {
     publishing_ = true;
     lock.unlock();
     const std::vector<rs::PoolCapacity> pools = pools_ ? pools_() : std::vector<rs::PoolCapacity>{};
-    const std::vector<api::Device> devices = rs::BuildDevices(nics, pools, options_.model);
+    std::vector<api::Device> devices = rs::BuildDevices(nics, pools, options_.model);
+    lock.lock();
+    if (last_devices_ == devices && absl::Now() - last_publish_time_ < options_.resync_interval) {
+      publishing_ = false;  // nothing to say to the API server
+      cv_.notify_all();
+      continue;
+    }
+    lock.unlock();
     absl::StatusOr<rs::PublishResult> r = publisher_->Publish(devices);
     lock.lock();
     publishing_ = false;
@@ -171,6 +178,8 @@ void NodeDevices::PublishLoop(std::stop_token stop) {
       backoff = options_.min_backoff;
       publish_ok_ = true;
       last_publish_ = *r;
+      last_devices_ = std::move(devices);
+      last_publish_time_ = absl::Now();
       if (published_devices_ != nullptr) published_devices_->Set(r->devices);
       if (r->changed) {
         SP_LOG(Info).Msg("ResourceSlices published").KV("devices", r->devices)

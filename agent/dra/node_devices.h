@@ -57,6 +57,10 @@ struct NodeDevicesOptions {
   // Device-plugin fallback.
   bool device_plugin = false;
   ::spiderpool::dra::deviceplugin::Options device_plugin_options;
+  // The same devices as the last successful publish are not published again (no LIST per
+  // pool status write during an IPAM storm) unless this long has passed: the periodic
+  // re-publish repairs slices someone else changed or deleted.
+  absl::Duration resync_interval = absl::Minutes(5);
   absl::Duration min_backoff = absl::Seconds(1);
   absl::Duration max_backoff = absl::Seconds(30);
   kube::metrics::Registry* registry = nullptr;
@@ -98,6 +102,8 @@ class NodeDevices {
   bool publishing_ = false;
   bool publish_ok_ = false;
   std::optional<rs::PublishResult> last_publish_;
+  std::optional<std::vector<api::Device>> last_devices_;  // of the last successful publish
+  absl::Time last_publish_time_;
   kube::metrics::Gauge* published_devices_ = nullptr;
   kube::metrics::Counter* publish_failures_ = nullptr;
 

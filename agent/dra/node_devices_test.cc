@@ -193,6 +193,25 @@ TEST_F(NodeDevicesTest, PublishesSlotsForNicWithFreePoolAndFollowsChanges) {
   }
 }
 
+TEST_F(NodeDevicesTest, UnchangedDevicesCauseNoApiCalls) {
+  if (cluster_->loopback() == nullptr) GTEST_SKIP() << "needs fault injection";
+  {
+    std::lock_guard lock(mu_);
+    pools_ = {{.subnet = *base::IPPrefix::Parse("10.77.0.0/24"), .free_ips = 100, .name = "p"}};
+  }
+  StartDevices(/*publish=*/true);
+  ASSERT_EQ(AwaitDevices(8).size(), 8u);
+  // A pool status write that changes nothing for this node (still >= 8 free) must not reach
+  // the API server: the next LIST of slices fails, and it must be ours, not the agent's.
+  cluster_->loopback()->FailNext(1, 500, {.verb = "list", .resource = "resourceslices"});
+  SetFree(99);
+  ASSERT_TRUE(devices_->WaitIdle(absl::Seconds(30)));
+  kube::Client<api::ResourceSlice> slices(cluster_->rest());
+  auto list = slices.List("", {.field_selector = "spec.nodeName=" + node_});
+  EXPECT_FALSE(list.ok()) << "the agent listed slices although its devices had not changed";
+  cluster_->loopback()->ClearFaults();
+}
+
 TEST_F(NodeDevicesTest, WithoutDraNothingIsWritten) {
   StartDevices(/*publish=*/false);
   SetFree(100);
