@@ -132,7 +132,9 @@ absl::StatusOr<PoolIPAllocations> SpiderIPPool::AllocatedIPs() const {
 
 void SpiderIPPool::SetAllocatedIPs(const PoolIPAllocations& allocations) {
   status.allocated_ips = SerializePoolIPAllocations(allocations);
-  status.allocated_ip_count = static_cast<int64_t>(allocations.size());
+  int64_t pods = 0;
+  for (const auto& [ip, rec] : allocations) pods += !IsNodeReservation(rec);
+  status.allocated_ip_count = pods;
 }
 
 absl::StatusOr<PoolIPPreAllocations> SpiderSubnet::ControlledIPPools() const {

@@ -85,8 +85,9 @@ struct PoolIPAllocation {
   Json unknown;
   template <typename V>
   void Visit(V& v) {
-    v.Field("pod", pod, {.required = true});
-    v.Field("podUid", pod_uid, {.required = true});
+    // Both empty only in a node reservation (IsNodeReservation; PoolState rejects the rest).
+    v.Field("pod", pod, {.required = true, .allow_empty = true});
+    v.Field("podUid", pod_uid, {.required = true, .allow_empty = true});
     v.Field("node", node);
     v.Field("containerID", container_id);
     v.Field("interface", interface_);
@@ -99,6 +100,15 @@ struct PoolIPAllocation {
   }
 };
 using PoolIPAllocations = std::map<std::string, PoolIPAllocation>;  // ip -> record
+
+// A node reservation: `{"pod":"","podUid":"","node":"<node>"}` — an IP the agent of <node>
+// holds for pods it is about to start (agent/ipam/blocks.h). The agent turns it into a pod
+// record shortly after handing the IP out (the pod's SpiderEndpoint is the record meanwhile) or
+// gives it back when idle; the GC frees the reservations of nodes that no longer exist.
+// Not counted in allocatedIPCount (no pod holds it); not free either.
+inline bool IsNodeReservation(const PoolIPAllocation& rec) {
+  return rec.pod.empty() && rec.pod_uid.empty() && rec.node.has_value() && !rec.node->empty();
+}
 
 struct SpiderIPPool {
   SP_API_OBJECT_HEAD(SpiderIPPool)

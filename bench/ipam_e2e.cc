@@ -226,6 +226,7 @@ int main(int argc, char** argv) {
   std::atomic<int> add_failures{0};
   std::string first_failure;
   std::mutex failure_mu;
+  std::vector<double> started_s(pods, 0);  // when each request of the current wave started
   auto wave = [&](const std::string& command, std::vector<double>* latencies, std::atomic<int>* failures) {
     const absl::Time start = absl::Now();
     std::vector<std::jthread> threads;
@@ -237,6 +238,7 @@ int main(int argc, char** argv) {
             const absl::Time t0 = absl::Now();
             auto r = cni(command, pod_refs[idx]);
             (*latencies)[idx] = absl::ToDoubleMilliseconds(absl::Now() - t0);
+            started_s[idx] = absl::ToDoubleSeconds(t0 - start);
             if (!r.ok() || r->exit_code != 0) {
               failures->fetch_add(1);
               std::lock_guard<std::mutex> l(failure_mu);
@@ -263,14 +265,31 @@ int main(int argc, char** argv) {
     if (ip.empty()) continue;
     if (!unique.insert(ip).second) ++duplicates;
   }
-  double pool_writes = 0, conflicts = 0;
+  // Slow ADDs (> 100 ms) by the tenth of the wave they started in: where the tail comes from.
+  std::vector<int> slow_by_tenth(10, 0);
+  for (int i = 0; i < pods; ++i) {
+    if (add_ms[i] <= 100) continue;
+    ++slow_by_tenth[std::clamp(static_cast<int>(started_s[i] / total_add_s * 10), 0, 9)];
+  }
+  double pool_writes = 0, conflicts = 0, from_reservations = 0;
   for (const Agent& a : agents) {
     pool_writes += Scrape(a.health_port, "spiderpool_ipam_ippool_status_writes_total");
     conflicts += Scrape(a.health_port, "spiderpool_ipam_allocation_update_ippool_conflict_counts_total");
+    from_reservations += Scrape(a.health_port, "spiderpool_ipam_node_reservation_handouts_total");
   }
-  int64_t records_after_add = 0;
-  if (auto p = kube::Client<api::SpiderIPPool>(c.rest()).Get("", pool_name); p.ok()) {
-    records_after_add = static_cast<int64_t>(p->AllocatedIPs()->size());
+  // Pod records once the agents have written what they handed out from their reservations
+  // (in the background, within about a second), and the reservations left at that moment.
+  int64_t records_after_add = 0, reservations_after_add = 0;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    auto p = kube::Client<api::SpiderIPPool>(c.rest()).Get("", pool_name);
+    if (!p.ok()) break;
+    records_after_add = reservations_after_add = 0;
+    const api::PoolIPAllocations recs = p->AllocatedIPs().value_or(api::PoolIPAllocations{});
+    for (const auto& [ip, rec] : recs) {
+      ++(api::IsNodeReservation(rec) ? reservations_after_add : records_after_add);
+    }
+    if (records_after_add == pods - add_failures.load()) break;
+    absl::SleepFor(absl::Milliseconds(100));
   }
 
   std::vector<double> del_ms(pods, 0);
@@ -297,7 +316,11 @@ int main(int argc, char** argv) {
       {"workers_per_node", workers},
       {"total_add_s", total_add_s},
       {"p50_add_ms", Percentile(add_ms, 0.50)},
+      {"p90_add_ms", Percentile(add_ms, 0.90)},
       {"p99_add_ms", Percentile(add_ms, 0.99)},
+      {"slow_adds_by_tenth_of_wave", slow_by_tenth},
+      {"adds_from_node_reservations", from_reservations},
+      {"reservations_after_add", reservations_after_add},
       {"max_add_ms", Percentile(add_ms, 1.0)},
       {"add_failures", add_failures.load()},
       {"duplicates", duplicates},

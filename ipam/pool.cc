@@ -108,6 +108,11 @@ absl::StatusOr<PoolState> PoolState::Build(const api::SpiderIPPool& pool,
   std::vector<IPAddress> taken;
   taken.reserve(records->size());
   for (auto& [key, rec] : *records) {
+    if ((rec.pod.empty() || rec.pod_uid.empty()) && !api::IsNodeReservation(rec)) {
+      return absl::InvalidArgumentError(StrCat(
+          "IPPool ", st.name_, ": status.allocatedIPs[", key,
+          "]: a record needs pod and podUid (only a node reservation has neither, and a node)"));
+    }
     IPAddress ip = *IPAddress::Parse(key);  // keys were validated by AllocatedIPs()
     if (st.records_.count(ip)) continue;    // the same IP written twice (non-canonical text)
     taken.push_back(ip);
@@ -118,12 +123,25 @@ absl::StatusOr<PoolState> PoolState::Build(const api::SpiderIPPool& pool,
 }
 
 void PoolState::AddRecord(const IPAddress& ip, api::PoolIPAllocation record) {
+  if (api::IsNodeReservation(record)) {
+    reserved_[*record.node].insert(ip);
+    records_[ip] = std::move(record);
+    return;
+  }
   std::vector<IPAddress>& ips = by_uid_[record.pod_uid];
   ips.insert(std::upper_bound(ips.begin(), ips.end(), ip), ip);
   records_[ip] = std::move(record);
 }
 
 void PoolState::RemoveRecord(std::map<IPAddress, api::PoolIPAllocation>::iterator it) {
+  if (api::IsNodeReservation(it->second)) {
+    auto node = reserved_.find(*it->second.node);
+    node->second.erase(it->first);
+    if (node->second.empty()) reserved_.erase(node);
+    allocator_.Release(it->first);
+    records_.erase(it);
+    return;
+  }
   auto uid = by_uid_.find(it->second.pod_uid);
   if (uid != by_uid_.end()) {
     std::vector<IPAddress>& ips = uid->second;
@@ -173,7 +191,7 @@ absl::StatusOr<PoolAllocation> PoolState::Allocate(const AllocationRequest& requ
 
 bool PoolState::Release(const IPAddress& ip, std::string_view pod_uid) {
   auto it = records_.find(ip);
-  if (it == records_.end() || it->second.pod_uid != pod_uid) return false;
+  if (pod_uid.empty() || it == records_.end() || it->second.pod_uid != pod_uid) return false;
   RemoveRecord(it);
   return true;
 }
@@ -251,6 +269,77 @@ absl::StatusOr<PoolState::ReassignResult> PoolState::ReassignUID(
   return result;
 }
 
+absl::StatusOr<std::vector<IPAddress>> PoolState::Reserve(std::string_view node, int64_t n) {
+  if (node.empty()) return absl::InvalidArgumentError("a reservation needs the node name");
+  if (disabled_) return absl::FailedPreconditionError(StrCat("disabled IPPool ", name_));
+  if (allocator_.FreeCount() == 0) {
+    return absl::ResourceExhaustedError("all IP addresses used out");
+  }
+  const int64_t room = options_.max_allocated_ips - static_cast<int64_t>(records_.size());
+  if (room <= 0) {
+    return absl::ResourceExhaustedError(
+        StrCat("all IP addresses used out, threshold of IP records(<=",
+               options_.max_allocated_ips, ") for IPPool ", name_, " exceeded"));
+  }
+  std::vector<IPAddress> out;
+  for (int64_t i = 0; i < std::min(n, room); ++i) {
+    std::optional<IPAddress> ip = allocator_.AllocateLowest();
+    if (!ip.has_value()) break;
+    AddRecord(*ip, api::PoolIPAllocation{.pod = "", .pod_uid = "", .node = std::string(node)});
+    out.push_back(*ip);
+  }
+  return out;
+}
+
+absl::Status PoolState::AssignReserved(const IPAddress& ip, std::string_view node,
+                                       const AllocationRequest& request) {
+  if (request.pod.empty() || request.pod_uid.empty()) {
+    return absl::InvalidArgumentError("allocation request needs the pod ns/name and UID");
+  }
+  auto it = records_.find(ip);
+  if (it != records_.end() && !api::IsNodeReservation(it->second) &&
+      it->second.pod_uid == request.pod_uid &&
+      InterfaceCompatible(it->second, request.interface_)) {
+    return absl::OkStatus();
+  }
+  if (it == records_.end() || !api::IsNodeReservation(it->second) || *it->second.node != node) {
+    return absl::FailedPreconditionError(StrCat(
+        "IPPool ", name_, " IP ", ip.ToString(), " is not reserved for node ", node,
+        it == records_.end() ? " (no record)"
+                             : StrCat(" (held by \"", it->second.pod, "\" on node \"",
+                                      it->second.node.value_or(""), "\")")));
+  }
+  RemoveRecord(it);
+  allocator_.Allocate(ip);
+  api::PoolIPAllocation rec{.pod = request.pod, .pod_uid = request.pod_uid};
+  if (!request.node.empty()) rec.node = request.node;
+  if (!request.container_id.empty()) rec.container_id = request.container_id;
+  if (!request.interface_.empty()) rec.interface_ = request.interface_;
+  AddRecord(ip, std::move(rec));
+  return absl::OkStatus();
+}
+
+bool PoolState::Unreserve(const IPAddress& ip, std::string_view node) {
+  auto it = records_.find(ip);
+  if (it == records_.end() || !api::IsNodeReservation(it->second) || *it->second.node != node) {
+    return false;
+  }
+  RemoveRecord(it);
+  return true;
+}
+
+std::vector<IPAddress> PoolState::ReservedFor(std::string_view node) const {
+  auto it = reserved_.find(node);
+  if (it == reserved_.end()) return {};
+  return {it->second.begin(), it->second.end()};
+}
+
+size_t PoolState::reservation_count() const {
+  size_t n = 0;
+  for (const auto& [node, ips] : reserved_) n += ips.size();
+  return n;
+}
+
 api::PoolIPAllocations PoolState::Records() const {
   api::PoolIPAllocations out;
   for (const auto& [ip, rec] : records_) out.emplace(ip.ToString(), rec);
@@ -269,7 +358,7 @@ std::vector<IPAddress> PoolState::IPsOf(std::string_view pod_uid) const {
 
 PoolCounts PoolState::Counts() const {
   return PoolCounts{.total = SaturatingInt64(total_count_),
-                    .allocated = static_cast<int64_t>(records_.size()),
+                    .allocated = static_cast<int64_t>(records_.size() - reservation_count()),
                     .free = SaturatingInt64(allocator_.FreeCount())};
 }
 

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,7 +62,7 @@ struct PoolAllocation {
 // |spec.ips − excludeIPs − reserved| minus the records inside that set.
 struct PoolCounts {
   int64_t total = 0;      // status.totalIPCount
-  int64_t allocated = 0;  // status.allocatedIPCount (= number of records)
+  int64_t allocated = 0;  // status.allocatedIPCount (= pod records; node reservations excluded)
   int64_t free = 0;       // status.freeIPCount
 };
 
@@ -129,6 +130,23 @@ class PoolState {
   absl::StatusOr<ReassignResult> ReassignUID(const AllocationRequest& owner,
                                              const std::vector<base::IPAddress>& ips = {});
 
+  // ---- node reservations (api::IsNodeReservation; agent/ipam/blocks.h) ----
+  // Reserves up to `n` of the lowest free usable IPs for `node` (fewer when fewer are free or
+  // the record cap is near). disabled -> FailedPrecondition; nothing free -> ResourceExhausted
+  // (the same messages as Allocate).
+  absl::StatusOr<std::vector<base::IPAddress>> Reserve(std::string_view node, int64_t n);
+  // Turns `node`'s reservation of `ip` into `request`'s pod record. Already that pod's record
+  // (same UID and interface): OK, nothing changes. Anything else: FailedPrecondition.
+  absl::Status AssignReserved(const base::IPAddress& ip, std::string_view node,
+                              const AllocationRequest& request);
+  // Removes `node`'s reservation of `ip`. False if `ip` is not reserved for `node`.
+  bool Unreserve(const base::IPAddress& ip, std::string_view node);
+  // `node`'s reservations, ascending.
+  std::vector<base::IPAddress> ReservedFor(std::string_view node) const;
+  size_t reservation_count() const;
+  // Nodes holding at least one reservation.
+  size_t reserving_nodes() const { return reserved_.size(); }
+
   // Records, keyed by the canonical IP text (as upstream writes them).
   api::PoolIPAllocations Records() const;
   size_t record_count() const { return records_.size(); }
@@ -155,7 +173,8 @@ class PoolState {
   absl::uint128 total_count_ = 0;  // |spec.ips − excludeIPs|
   Allocator allocator_;            // usable = spec.ips − excludeIPs − reserved
   std::map<base::IPAddress, api::PoolIPAllocation> records_;
-  absl::flat_hash_map<std::string, std::vector<base::IPAddress>> by_uid_;
+  absl::flat_hash_map<std::string, std::vector<base::IPAddress>> by_uid_;  // pod records only
+  std::map<std::string, std::set<base::IPAddress>, std::less<>> reserved_;   // node -> IPs
 };
 
 }  // namespace spiderpool::ipam

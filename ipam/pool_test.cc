@@ -306,5 +306,144 @@ TEST(PoolState, PropertyRecordsMatchModel) {
   }
 }
 
+
+TEST(PoolState, NodeReservationsAssignAndRelease) {
+  PoolState st = MustBuild(Pool("p", "10.0.0.0/24", {"10.0.0.1-10.0.0.10"}));
+  ASSERT_TRUE(st.Allocate({.pod = "ns/a", .pod_uid = "ua"}).ok());  // 10.0.0.1
+  auto r = st.Reserve("n1", 3);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r, (std::vector<IPAddress>{IP("10.0.0.2"), IP("10.0.0.3"), IP("10.0.0.4")}));
+  ASSERT_EQ(*st.Reserve("n2", 1), std::vector<IPAddress>{IP("10.0.0.5")});
+  // Reservations are neither allocated (no pod) nor free; the next pod skips them.
+  EXPECT_EQ(st.Counts().allocated, 1);
+  EXPECT_EQ(st.Counts().free, 5);
+  EXPECT_EQ(st.Allocate({.pod = "ns/b", .pod_uid = "ub"})->ip, IP("10.0.0.6"));
+  EXPECT_EQ(st.reservation_count(), 4u);
+  EXPECT_EQ(st.reserving_nodes(), 2u);
+
+  // Only n1 may turn its reservation into a pod record; repeating it is a no-op.
+  const AllocationRequest c{.pod = "ns/c", .pod_uid = "uc", .node = "n1", .interface_ = "eth0"};
+  EXPECT_EQ(st.AssignReserved(IP("10.0.0.5"), "n1", c).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(st.AssignReserved(IP("10.0.0.6"), "n1", c).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(st.AssignReserved(IP("10.0.0.9"), "n1", c).code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(st.AssignReserved(IP("10.0.0.3"), "n1", c).ok());
+  ASSERT_TRUE(st.AssignReserved(IP("10.0.0.3"), "n1", c).ok());
+  EXPECT_EQ(st.RecordOf(IP("10.0.0.3"))->pod, "ns/c");
+  EXPECT_EQ(st.IPsOf("uc"), std::vector<IPAddress>{IP("10.0.0.3")});
+  EXPECT_EQ(st.ReservedFor("n1"), (std::vector<IPAddress>{IP("10.0.0.2"), IP("10.0.0.4")}));
+  // An idempotent ADD of the same pod finds its assigned IP.
+  EXPECT_EQ(st.Allocate({.pod = "ns/c", .pod_uid = "uc", .interface_ = "eth0"})->ip, IP("10.0.0.3"));
+
+  // Releasing by pod UID never touches reservations; Unreserve is per node.
+  EXPECT_FALSE(st.Release(IP("10.0.0.2"), ""));
+  EXPECT_TRUE(st.ReleasePod("").empty());
+  EXPECT_FALSE(st.Unreserve(IP("10.0.0.2"), "n2"));
+  EXPECT_TRUE(st.Unreserve(IP("10.0.0.2"), "n1"));
+  EXPECT_EQ(st.Allocate({.pod = "ns/d", .pod_uid = "ud"})->ip, IP("10.0.0.2"));
+
+  // The status round trip keeps reservations as {"pod":"","podUid":"","node":...}.
+  api::SpiderIPPool pool = Pool("p", "10.0.0.0/24", {"10.0.0.1-10.0.0.10"});
+  st.WriteStatus(&pool);
+  EXPECT_NE(pool.status.allocated_ips->find(R"("10.0.0.4":{"node":"n1","pod":"","podUid":""})"),
+            std::string::npos) << *pool.status.allocated_ips;
+  EXPECT_EQ(pool.status.allocated_ip_count, 4);  // a, b, c, d; reservations do not count
+  api::SpiderIPPool broken = pool;
+  broken.status.allocated_ips = R"({"10.0.0.1":{"pod":"","podUid":""}})";
+  EXPECT_EQ(PoolState::Build(broken, {}).status().code(), absl::StatusCode::kInvalidArgument);
+  PoolState back = MustBuild(pool);
+  EXPECT_EQ(back.ReservedFor("n1"), std::vector<IPAddress>{IP("10.0.0.4")});
+  EXPECT_EQ(back.ReservedFor("n2"), std::vector<IPAddress>{IP("10.0.0.5")});
+  EXPECT_EQ(back.Counts().allocated, 4);
+}
+
+TEST(PoolState, ReserveLimits) {
+  PoolState st = MustBuild(Pool("p", "10.0.0.0/24", {"10.0.0.1-10.0.0.3"}), {}, {.max_allocated_ips = 2});
+  EXPECT_EQ(st.Reserve("", 1).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.Reserve("n1", 5)->size(), 2u);  // the record cap, not the 3 free IPs
+  EXPECT_EQ(st.Reserve("n1", 1).status().code(), absl::StatusCode::kResourceExhausted);
+  PoolState full = MustBuild(Pool("p", "10.0.0.0/24", {"10.0.0.1"}));
+  ASSERT_EQ(full.Reserve("n1", 4)->size(), 1u);
+  EXPECT_EQ(full.Reserve("n2", 1).status().message(), "all IP addresses used out");
+  api::SpiderIPPool off = Pool("p", "10.0.0.0/24", {"10.0.0.1"});
+  off.spec.disable = true;
+  EXPECT_EQ(MustBuild(off).Reserve("n1", 1).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// Random pod allocations, releases, node reservations, assignments and unreservations
+// against a model: never two owners for one IP, counts always equal the records.
+TEST(PoolState, PropertyReservationsMatchModel) {
+  std::mt19937 rng(11);
+  PoolState st = MustBuild(Pool("p", "10.0.0.0/24", {"10.0.0.1-10.0.0.40"}));
+  std::map<IPAddress, std::string> owner;  // model: ip -> "pod:<uid>" | "node:<n>"
+  for (int step = 0; step < 6000; ++step) {
+    const std::string node = "n" + std::to_string(rng() % 3);
+    const std::string uid = "u" + std::to_string(rng() % 60);
+    switch (rng() % 5) {
+      case 0: {
+        auto r = st.Reserve(node, 1 + rng() % 4);
+        if (owner.size() == 40) {
+          ASSERT_FALSE(r.ok());
+          break;
+        }
+        ASSERT_TRUE(r.ok()) << r.status();
+        for (const IPAddress& ip : *r) ASSERT_TRUE(owner.emplace(ip, "node:" + node).second);
+        break;
+      }
+      case 1: {  // a node hands one of its reservations to a pod
+        std::vector<IPAddress> mine = st.ReservedFor(node);
+        bool holds = false;
+        for (const auto& [ip, o] : owner) holds |= o == "pod:" + uid;
+        if (mine.empty() || holds) break;
+        const IPAddress ip = mine[rng() % mine.size()];
+        ASSERT_TRUE(st.AssignReserved(ip, node, {.pod = "ns/" + uid, .pod_uid = uid, .node = node}).ok());
+        owner[ip] = "pod:" + uid;
+        break;
+      }
+      case 2: {
+        std::vector<IPAddress> mine = st.ReservedFor(node);
+        if (mine.empty()) break;
+        const IPAddress ip = mine[rng() % mine.size()];
+        ASSERT_TRUE(st.Unreserve(ip, node));
+        owner.erase(ip);
+        break;
+      }
+      case 3: {
+        for (const IPAddress& ip : st.ReleasePod(uid)) {
+          ASSERT_EQ(owner[ip], "pod:" + uid);
+          owner.erase(ip);
+        }
+        break;
+      }
+      default: {
+        auto a = st.Allocate({.pod = "ns/" + uid, .pod_uid = uid});
+        if (!a.ok()) {
+          ASSERT_EQ(owner.size(), 40u);
+          break;
+        }
+        if (!a->reused) {
+          ASSERT_TRUE(owner.emplace(a->ip, "pod:" + uid).second);
+        }
+        ASSERT_EQ(owner[a->ip], "pod:" + uid);
+      }
+    }
+    size_t reservations = 0;
+    for (const auto& [ip, o] : owner) {
+      const api::PoolIPAllocation* rec = st.RecordOf(ip);
+      ASSERT_NE(rec, nullptr);
+      if (o.rfind("node:", 0) == 0) {
+        ASSERT_TRUE(api::IsNodeReservation(*rec));
+        ASSERT_EQ(*rec->node, o.substr(5));
+        ++reservations;
+      } else {
+        ASSERT_EQ(rec->pod_uid, o.substr(4));
+      }
+    }
+    ASSERT_EQ(st.record_count(), owner.size());
+    ASSERT_EQ(st.reservation_count(), reservations);
+    ASSERT_EQ(st.Counts().allocated, static_cast<int64_t>(owner.size() - reservations));
+    ASSERT_EQ(st.Counts().free, 40 - static_cast<int64_t>(owner.size()));
+  }
+}
+
 }  // namespace
 }  // namespace spiderpool::ipam

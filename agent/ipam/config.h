@@ -37,6 +37,9 @@ struct IPAMConfig {
   int64_t request_timeout_seconds = 50;
   // How long an ADD waits for an auto pool the controller creates for the workload.
   int64_t wait_auto_pool_seconds = 50;
+  // IPs a node reserves ahead per pool, so that most ADDs need no pool write
+  // (agent/ipam/blocks.h); 0 = off: every ADD writes its record before it returns.
+  int64_t node_ip_block_size = 16;
 
   template <typename V>
   void Visit(V& v) {
@@ -55,6 +58,7 @@ struct IPAMConfig {
     v.Field("maxPendingRequests", max_pending_requests, {.minimum = 1});
     v.Field("requestTimeoutSeconds", request_timeout_seconds, {.minimum = 1});
     v.Field("waitAutoPoolSeconds", wait_auto_pool_seconds, {.minimum = 0});
+    v.Field("nodeIPBlockSize", node_ip_block_size, {.minimum = 0, .maximum = 256});
     v.Unknown(unknown);
   }
 

@@ -16,6 +16,22 @@ namespace {
 
 std::string Key(std::string_view ns, std::string_view name) { return base::StrCat(ns, "/", name); }
 
+// The result facts of an IP from `pool` read from its spec alone (the block fast path must not
+// parse the big status). nullopt: the spec does not parse (the slow path reports why).
+std::optional<sp::FamilyAllocation> FamilyFromSpec(const api::SpiderIPPool& pool) {
+  absl::StatusOr<base::IPPrefix> subnet = base::IPPrefix::Parse(pool.spec.subnet);
+  if (!subnet.ok()) return std::nullopt;
+  sp::FamilyAllocation f{.ip = subnet->address(), .pool = pool.metadata.name,
+                         .prefix_length = subnet->length()};
+  if (pool.spec.gateway.has_value()) {
+    absl::StatusOr<base::IPAddress> gw = base::IPAddress::Parse(*pool.spec.gateway);
+    if (!gw.ok()) return std::nullopt;
+    f.gateway = *gw;
+  }
+  if (pool.spec.routes.has_value()) f.pool_routes = *pool.spec.routes;
+  return f;
+}
+
 const api::OwnerReference* ControllerOf(const api::ObjectMeta& meta) {
   for (const api::OwnerReference& ref : meta.owner_references) {
     if (ref.controller.value_or(false)) return &ref;
@@ -101,9 +117,7 @@ IpamService::IpamService(std::shared_ptr<kube::RestClient> rest, ServiceOptions 
       pool_store_(rest),
       committer_(&pool_store_,
                  {.load = [this](const api::SpiderIPPool& pool) -> absl::StatusOr<PoolBook> {
-                    absl::StatusOr<sp::PoolState> st = sp::PoolState::Build(
-                        pool, ReservedRanges(),
-                        {.max_allocated_ips = options_.config.max_allocated_ips_per_pool});
+                    absl::StatusOr<sp::PoolState> st = BuildPool(pool);
                     if (!st.ok()) return st.status();
                     return PoolBook{*std::move(st), false};
                   },
@@ -118,6 +132,14 @@ IpamService::IpamService(std::shared_ptr<kube::RestClient> rest, ServiceOptions 
                     return NewerPool(name, stale, absl::Milliseconds(50));
                   }},
                  clock_),
+      blocks_(options_.node_name,
+              BlockOptions{.max_block = options_.config.node_ip_block_size}, &committer_,
+              {.cached_pool = [this](const std::string& name) {
+                 return pool_informer_.store().Get(name);
+               },
+               .endpoint_ips = [this](const std::string& pool) { return EndpointIPs(pool); },
+               .build = [this](const api::SpiderIPPool& pool) { return BuildPool(pool); }},
+              clock_),
       pods_(rest),
       endpoints_(rest),
       pod_informer_(rest, {.field_selector = base::StrCat("spec.nodeName=", options_.node_name),
@@ -216,12 +238,30 @@ void IpamService::RegisterMetrics(kube::metrics::Registry& registry) {
   auto& mutations = registry.AddCounter("spiderpool_ipam_ippool_mutations_total",
                                         "allocations/releases applied to SpiderIPPool records")
                         .WithLabels();
-  collect_hook_ = registry.AddCollectHook([this, &conflicts, &writes, &retries, &mutations] {
+  auto& handouts = registry.AddCounter("spiderpool_ipam_node_reservation_handouts_total",
+                                       "ADDs served from this node's reserved IPs (no pool write)")
+                       .WithLabels();
+  auto& reserved = registry.AddCounter("spiderpool_ipam_node_reservation_reserved_total",
+                                       "IPs this node reserved ahead in SpiderIPPools")
+                       .WithLabels();
+  auto& given_back = registry.AddCounter("spiderpool_ipam_node_reservation_released_total",
+                                         "unused reservations given back to their pools")
+                         .WithLabels();
+  auto& lost = registry.AddCounter("spiderpool_ipam_node_reservation_lost_total",
+                                   "handed-out IPs whose reservation had vanished (an error)")
+                   .WithLabels();
+  collect_hook_ = registry.AddCollectHook([this, &conflicts, &writes, &retries, &mutations,
+                                           &handouts, &reserved, &given_back, &lost] {
     const CommitterStats s = committer_.stats();
     conflicts.Inc(static_cast<double>(s.conflicts) - conflicts.Value());
     writes.Inc(static_cast<double>(s.writes) - writes.Value());
     retries.Inc(static_cast<double>(s.retries) - retries.Value());
     mutations.Inc(static_cast<double>(s.mutations) - mutations.Value());
+    const NodeBlocks::Stats b = blocks_.stats();
+    handouts.Inc(static_cast<double>(b.taken) - handouts.Value());
+    reserved.Inc(static_cast<double>(b.reserved) - reserved.Value());
+    given_back.Inc(static_cast<double>(b.released) - given_back.Value());
+    lost.Inc(static_cast<double>(b.lost) - lost.Value());
   });
 }
 
@@ -232,9 +272,11 @@ void IpamService::Start() {
   threads_.emplace_back([this](std::stop_token s) { pool_informer_.Run(s); });
   threads_.emplace_back([this](std::stop_token s) { reserved_informer_.Run(s); });
   threads_.emplace_back([this](std::stop_token s) { endpoint_informer_.Run(s); });
+  blocks_.Start();
 }
 
 void IpamService::Stop() {
+  blocks_.Stop();
   for (auto& t : threads_) t.request_stop();
   threads_.clear();  // joins
 }
@@ -368,6 +410,44 @@ std::vector<base::IPRange> IpamService::ReservedRanges() const {
   return *std::move(ranges);
 }
 
+absl::StatusOr<sp::PoolState> IpamService::BuildPool(const api::SpiderIPPool& pool) const {
+  return sp::PoolState::Build(pool, ReservedRanges(),
+                              {.max_allocated_ips = options_.config.max_allocated_ips_per_pool});
+}
+
+std::map<base::IPAddress, sp::AllocationRequest> IpamService::EndpointIPs(
+    const std::string& pool) const {
+  std::map<base::IPAddress, sp::AllocationRequest> out;
+  for (const auto& ep : endpoint_informer_.store().List()) {
+    if (!ep->status.has_value() || ep->status->current.node != options_.node_name) continue;
+    const api::WorkloadEndpointStatus& st = *ep->status;
+    for (const api::IPAllocationDetail& d : st.current.ips) {
+      auto add = [&](const std::optional<std::string>& p, const std::optional<std::string>& cidr) {
+        if (!p || *p != pool || !cidr) return;
+        absl::StatusOr<base::IPPrefix> prefix = base::IPPrefix::Parse(*cidr);
+        if (!prefix.ok()) return;
+        out[prefix->address()] = {.pod = Key(ep->metadata.namespace_, ep->metadata.name),
+                                  .pod_uid = st.current.uid, .node = options_.node_name,
+                                  .interface_ = d.interface_};
+      };
+      add(d.ipv4_pool, d.ipv4);
+      add(d.ipv6_pool, d.ipv6);
+    }
+  }
+  return out;
+}
+
+absl::Status IpamService::FlushBlocks(const std::vector<std::string>& pools,
+                                      const std::string& uid, absl::Time deadline) {
+  for (const std::string& pool : pools) {
+    if (!blocks_.HasUnflushed(pool, uid)) continue;
+    SP_RETURN_IF_ERROR(base::Annotate(blocks_.Flush(pool, deadline),
+                                      base::StrCat("recording the IPs of pod UID ", uid,
+                                                   " in SpiderIPPool ", pool)));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<sp::SelectionRequest> IpamService::BuildSelectionRequest(
     const api::Pod& pod, const sp::PodOwner& owner, const ipamapi::IpamAddArgs& args) {
   sp::SelectionRequest req;
@@ -399,28 +479,52 @@ absl::StatusOr<IpamService::Taken> IpamService::TakeOne(const std::vector<std::s
                                                         const sp::AllocationRequest& request,
                                                         absl::Time deadline) {
   std::vector<std::string> why;
+  std::optional<std::vector<base::IPRange>> reserved;  // SpiderReservedIPs, read once
   for (const std::string& pool : pools) {
-    Taken got{.pool = pool};
-    absl::Status s = committer_.Run(
-        pool,
-        [&](PoolBook& book) -> absl::Status {
-          absl::StatusOr<sp::PoolAllocation> a = book.state.Allocate(request);
-          if (!a.ok()) return a.status();
-          got.ip = a->ip;
-          got.family = sp::FamilyAllocation::FromPool(book.state, a->ip);
-          if (!a->reused) {
-            book.dirty = true;
-          } else {
-            // The pod already held this IP (a repeated ADD, or a new sandbox whose endpoint
-            // the cache has not shown yet): the record now names this container, so a late
-            // DEL of the old sandbox cannot free it.
-            absl::StatusOr<sp::PoolState::ReassignResult> r = book.state.ReassignUID(request, {a->ip});
-            if (r.ok() && r->updated > 0) book.dirty = true;
-          }
-          return absl::OkStatus();
-        },
-        deadline);
-    if (s.ok()) return got;
+    // A full pool whose IPs are partly reserved by nodes (ours included, by a batch-mate) is
+    // not full for long: idle reservations go back quickly once the pool has no unreserved IP.
+    // Wait for them (bounded) instead of failing the pod.
+    const absl::Time wait_until = std::min(deadline, clock_->Now() + absl::Seconds(5));
+    absl::Status s;
+    while (true) {
+      if (std::optional<Taken> got = TakeReserved(pool, request, &reserved)) return *got;
+      Taken got{.pool = pool};
+      std::vector<base::IPAddress> topped_up;
+      int64_t waitable = 0;
+      // Slow path: the record is written before the ADD returns; the same write tops this
+      // node's block up for the next ADDs.
+      s = committer_.Run(
+          pool,
+          [&](PoolBook& book) -> absl::Status {
+            topped_up.clear();
+            waitable = 0;
+            absl::StatusOr<sp::PoolAllocation> a = book.state.Allocate(request);
+            if (absl::IsResourceExhausted(a.status())) waitable = blocks_.Waitable(pool, book.state);
+            if (!a.ok()) return a.status();
+            got.ip = a->ip;
+            got.family = sp::FamilyAllocation::FromPool(book.state, a->ip);
+            if (!a->reused) {
+              book.dirty = true;
+            } else {
+              // The pod already held this IP (a repeated ADD, or a new sandbox whose endpoint
+              // the cache has not shown yet): the record now names this container, so a late
+              // DEL of the old sandbox cannot free it.
+              absl::StatusOr<sp::PoolState::ReassignResult> r =
+                  book.state.ReassignUID(request, {a->ip});
+              if (r.ok() && r->updated > 0) book.dirty = true;
+            }
+            blocks_.TopUp(pool, book.state, &topped_up, &book.dirty);
+            return absl::OkStatus();
+          },
+          deadline);
+      if (s.ok()) {
+        blocks_.AddReserved(pool, topped_up);
+        blocks_.NoteWritten(request.pod_uid);
+        return got;
+      }
+      if (!absl::IsResourceExhausted(s) || waitable == 0 || clock_->Now() >= wait_until) break;
+      clock_->SleepUntil(std::min(wait_until, clock_->Now() + absl::Milliseconds(20)));
+    }
     // Full, disabled or gone: the next pool of the list may do. Anything else (the API server
     // is unreachable, the deadline passed) stops here.
     if (absl::IsResourceExhausted(s) || absl::IsFailedPrecondition(s) || absl::IsNotFound(s) ||
@@ -437,9 +541,29 @@ absl::StatusOr<IpamService::Taken> IpamService::TakeOne(const std::vector<std::s
                                                    ": every candidate pool failed [", tried, "]"));
 }
 
+std::optional<IpamService::Taken> IpamService::TakeReserved(
+    const std::string& pool, const sp::AllocationRequest& request,
+    std::optional<std::vector<base::IPRange>>* reserved) {
+  if (!blocks_.enabled()) return std::nullopt;
+  std::shared_ptr<const api::SpiderIPPool> cached = pool_informer_.store().Get(pool);
+  if (cached == nullptr || cached->spec.disable.value_or(false)) return std::nullopt;
+  std::optional<sp::FamilyAllocation> family = FamilyFromSpec(*cached);
+  if (!family.has_value()) return std::nullopt;
+  if (!reserved->has_value()) *reserved = ReservedRanges();
+  auto usable = [&](const base::IPAddress& ip) {
+    return std::none_of((*reserved)->begin(), (*reserved)->end(),
+                        [&](const base::IPRange& r) { return r.Contains(ip); });
+  };
+  std::optional<base::IPAddress> ip = blocks_.Take(pool, request, usable);
+  if (!ip.has_value()) return std::nullopt;
+  family->ip = *ip;
+  return Taken{.pool = pool, .ip = *ip, .family = *family, .from_block = true};
+}
+
 void IpamService::Undo(const std::vector<Taken>& taken, const std::string& uid,
                        absl::Time deadline) {
   for (const Taken& t : taken) {
+    if (t.from_block && blocks_.Unassign(t.pool, t.ip, uid)) continue;  // never written
     absl::Status s = committer_.Run(
         t.pool,
         [&](PoolBook& book) {
@@ -460,6 +584,8 @@ absl::Status IpamService::ReleasePodRecords(const std::vector<std::string>& pool
                                             const std::string& container_id, absl::Time deadline,
                                             bool* all_released) {
   *all_released = true;
+  SP_RETURN_IF_ERROR(FlushBlocks(pools, uid, deadline));
+  blocks_.Forget(uid);
   for (const std::string& pool : pools) {
     bool remaining = false;
     absl::Status s = committer_.Run(
@@ -494,6 +620,10 @@ absl::Status IpamService::ReassignRecords(const api::SpiderEndpoint& endpoint, c
     add(d.ipv4_pool, d.ipv4);
     add(d.ipv6_pool, d.ipv6);
   }
+  std::vector<std::string> pools;
+  for (const auto& [pool, ips] : by_pool) pools.push_back(pool);
+  SP_RETURN_IF_ERROR(FlushBlocks(pools, pod.metadata.uid, deadline));
+  SP_RETURN_IF_ERROR(FlushBlocks(pools, endpoint.status->current.uid, deadline));
   for (const auto& [pool, ips] : by_pool) {
     SP_RETURN_IF_ERROR(committer_.Run(
         pool,
@@ -818,6 +948,7 @@ absl::Status IpamService::DoRelease(const ipamapi::IpamDelArgs& args, absl::Time
   } else {
     // No endpoint for this UID (the write failed, or it was deleted): look for records of the
     // UID in every pool we know.
+    pools = blocks_.PoolsWithUnflushed(uid);
     for (const auto& p : pool_informer_.store().List()) {
       absl::StatusOr<api::PoolIPAllocations> recs = p->AllocatedIPs();
       if (!recs.ok()) continue;

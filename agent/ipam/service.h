@@ -32,6 +32,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "agent/ipam/blocks.h"
 #include "agent/ipam/committer.h"
 #include "agent/ipam/config.h"
 #include "agent/ipam/server.h"
@@ -58,11 +59,6 @@ struct ServiceOptions {
   kube::metrics::Registry* registry = nullptr;
 };
 
-// The working copy the committer hands to mutations.
-struct PoolBook {
-  ::spiderpool::ipam::PoolState state;
-  bool dirty = false;
-};
 
 class IpamService : public IpamBackend {
  public:
@@ -81,6 +77,10 @@ class IpamService : public IpamBackend {
   absl::Status Release(const ipamapi::IpamDelArgs& args, absl::Time deadline) override;
 
   CommitterStats committer_stats() const { return committer_.stats(); }
+  NodeBlocks::Stats block_stats() const { return blocks_.stats(); }
+  // Writes every IP handed out from this node's reservations as a pod record now (they are
+  // written in the background anyway; see blocks.h).
+  absl::Status FlushReservations(absl::Time deadline) { return blocks_.FlushAll(deadline); }
 
   // Read access for the node's DRA device model (agent/dra): the cached SpiderIPPools, this
   // node's labels, and a callback run (on an informer thread; keep it cheap) after any pool or
@@ -105,6 +105,7 @@ class IpamService : public IpamBackend {
     std::string pool;
     base::IPAddress ip;
     ::spiderpool::ipam::FamilyAllocation family;  // prefix, gateway, routes for the result
+    bool from_block = false;  // handed out from this node's reservations (not written yet)
   };
 
   class PodLock;
@@ -122,11 +123,22 @@ class IpamService : public IpamBackend {
   std::vector<const api::SpiderIPPool*> PoolSnapshot(
       std::vector<std::shared_ptr<const api::SpiderIPPool>>* keep) const;
   std::vector<base::IPRange> ReservedRanges() const;
+  absl::StatusOr<::spiderpool::ipam::PoolState> BuildPool(const api::SpiderIPPool& pool) const;
+  // This node's SpiderEndpoints' IPs in `pool` (NodeBlocks recovery).
+  std::map<base::IPAddress, ::spiderpool::ipam::AllocationRequest> EndpointIPs(
+      const std::string& pool) const;
+  // Writes the unflushed block assignments of `uid` in `pools` as pod records first.
+  absl::Status FlushBlocks(const std::vector<std::string>& pools, const std::string& uid,
+                           absl::Time deadline);
 
   // Takes one IP for `nic`/`family` from the first candidate pool that has one.
   absl::StatusOr<Taken> TakeOne(const std::vector<std::string>& pools, int ip_version,
                                 const ::spiderpool::ipam::AllocationRequest& request,
                                 absl::Time deadline);
+  // The fast path of TakeOne: an IP this node reserved earlier (blocks.h); nullopt: none.
+  std::optional<Taken> TakeReserved(const std::string& pool,
+                                    const ::spiderpool::ipam::AllocationRequest& request,
+                                    std::optional<std::vector<base::IPRange>>* reserved);
   // Best-effort undo of `taken` (records of `uid` on those IPs).
   void Undo(const std::vector<Taken>& taken, const std::string& uid, absl::Time deadline);
   absl::Status ReleasePodRecords(const std::vector<std::string>& pools, const std::string& uid,
@@ -158,7 +170,8 @@ class IpamService : public IpamBackend {
   ServiceOptions options_;
   base::Clock* clock_;
   KubePoolStore pool_store_;
-  GroupCommitter<PoolBook> committer_;
+  PoolCommitter committer_;
+  NodeBlocks blocks_;
   kube::Client<api::Pod> pods_;
   kube::Client<api::SpiderEndpoint> endpoints_;
 

@@ -19,7 +19,9 @@ using ::testing::HasSubstr;
 
 constexpr char kCrdDir[] = "charts/spiderpool/crds";
 
-class ServiceTest : public ::testing::Test {
+// Every case runs twice: node reservations off (each ADD writes its record before it returns)
+// and on (blocks.h: most ADDs take an IP this node reserved earlier).
+class ServiceTest : public ::testing::TestWithParam<int64_t> {
  protected:
   void SetUp() override {
     auto c = kube::testing::TestCluster::Start();
@@ -75,6 +77,7 @@ class ServiceTest : public ::testing::Test {
   IpamService& Agent(std::string_view node, IPAMConfig config = {}) {
     auto rest = cluster_->NewRest();
     EXPECT_TRUE(rest.ok());
+    config.node_ip_block_size = GetParam();
     auto s = std::make_unique<IpamService>(
         *rest, ServiceOptions{.node_name = Node(node), .config = config});
     s->Start();
@@ -95,14 +98,20 @@ class ServiceTest : public ::testing::Test {
             .pod_uid = pod.metadata.uid};
   }
 
+  // The pool's pod records (node reservations left out), once every agent has written what
+  // it handed out from its reservations.
   api::PoolIPAllocations Records(std::string_view pool) {
+    for (const auto& agent : services_) {
+      EXPECT_TRUE(agent->FlushReservations(Deadline()).ok());
+    }
     auto p = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", Pool(pool));
     EXPECT_TRUE(p.ok()) << p.status();
     if (!p.ok()) return {};
     auto recs = p->AllocatedIPs();
     EXPECT_TRUE(recs.ok());
+    std::erase_if(*recs, [](const auto& kv) { return api::IsNodeReservation(kv.second); });
     EXPECT_EQ(p->status.allocated_ip_count.value_or(0), static_cast<int64_t>(recs->size()))
-        << "allocatedIPCount must equal the number of records";
+        << "allocatedIPCount must equal the number of pod records";
     return *recs;
   }
 
@@ -118,7 +127,7 @@ class ServiceTest : public ::testing::Test {
   std::vector<std::unique_ptr<IpamService>> services_;
 };
 
-TEST_F(ServiceTest, AllocatesFromTheDefaultPoolAndReleasesOnDel) {
+TEST_P(ServiceTest, AllocatesFromTheDefaultPoolAndReleasesOnDel) {
   CreatePool("v4", "172.18.0.0/16", {"172.18.30.131-172.18.30.140"}, [](api::SpiderIPPool& p) {
     p.spec.gateway = "172.18.0.1";
     p.spec.default_ = true;
@@ -162,7 +171,7 @@ TEST_F(ServiceTest, AllocatesFromTheDefaultPoolAndReleasesOnDel) {
   EXPECT_TRUE(agent.Release(Del(pod), Deadline()).ok());
 }
 
-TEST_F(ServiceTest, ALateDelOfAnOldSandboxDoesNotFreeTheNewOne) {
+TEST_P(ServiceTest, ALateDelOfAnOldSandboxDoesNotFreeTheNewOne) {
   CreatePool("v4", "10.20.0.0/24", {"10.20.0.10-10.20.0.20"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
   IpamService& agent = Agent("a");
   api::Pod pod = CreatePod("p1", "a");
@@ -180,7 +189,7 @@ TEST_F(ServiceTest, ALateDelOfAnOldSandboxDoesNotFreeTheNewOne) {
   EXPECT_TRUE(Records("v4").empty());
 }
 
-TEST_F(ServiceTest, RejectsUnknownPodsAndPodsOfOtherNodes) {
+TEST_P(ServiceTest, RejectsUnknownPodsAndPodsOfOtherNodes) {
   CreatePool("v4", "10.20.0.0/24", {"10.20.0.10-10.20.0.20"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
   IpamService& agent = Agent("a");
   api::Pod other = CreatePod("elsewhere", "b");
@@ -201,7 +210,7 @@ TEST_F(ServiceTest, RejectsUnknownPodsAndPodsOfOtherNodes) {
   EXPECT_TRUE(Records("v4").empty());
 }
 
-TEST_F(ServiceTest, ExhaustedPoolNamesThePoolsAndDualStackFailureLeavesNothing) {
+TEST_P(ServiceTest, ExhaustedPoolNamesThePoolsAndDualStackFailureLeavesNothing) {
   CreatePool("v4", "10.20.0.0/24", {"10.20.0.10-10.20.0.11"});
   CreatePool("v6", "fd00:20::/64", {"fd00:20::10"});
   IPAMConfig config;
@@ -223,7 +232,7 @@ TEST_F(ServiceTest, ExhaustedPoolNamesThePoolsAndDualStackFailureLeavesNothing) 
   EXPECT_TRUE(kube::IsNotFound(Endpoint("p2").status()));
 }
 
-TEST_F(ServiceTest, FallsBackThroughThePoolListAndHonoursNodeAffinity) {
+TEST_P(ServiceTest, FallsBackThroughThePoolListAndHonoursNodeAffinity) {
   CreatePool("full", "10.21.0.0/24", {"10.21.0.1"});
   CreatePool("next", "10.22.0.0/24", {"10.22.0.1-10.22.0.5"});
   CreatePool("zone-b", "10.23.0.0/24", {"10.23.0.1-10.23.0.5"}, [](api::SpiderIPPool& p) {
@@ -243,7 +252,7 @@ TEST_F(ServiceTest, FallsBackThroughThePoolListAndHonoursNodeAffinity) {
   EXPECT_TRUE(Records("zone-b").empty());
 }
 
-TEST_F(ServiceTest, MultiNICAnnotationAllocatesEveryNICOnTheFirstAdd) {
+TEST_P(ServiceTest, MultiNICAnnotationAllocatesEveryNICOnTheFirstAdd) {
   CreatePool("eth0", "10.30.0.0/24", {"10.30.0.1-10.30.0.9"}, [](api::SpiderIPPool& p) { p.spec.gateway = "10.30.0.254"; });
   CreatePool("net1", "10.31.0.0/24", {"10.31.0.1-10.31.0.9"}, [](api::SpiderIPPool& p) { p.spec.gateway = "10.31.0.254"; });
   IpamService& agent = Agent("a");
@@ -271,7 +280,7 @@ TEST_F(ServiceTest, MultiNICAnnotationAllocatesEveryNICOnTheFirstAdd) {
   EXPECT_TRUE(Records("net1").empty());
 }
 
-TEST_F(ServiceTest, ManyAgentsAllocateInParallelWithoutDuplicates) {
+TEST_P(ServiceTest, ManyAgentsAllocateInParallelWithoutDuplicates) {
   CreatePool("shared", "10.40.0.0/24", {"10.40.0.1-10.40.0.40"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
   IpamService& a = Agent("a");
   IpamService& b = Agent("b");
@@ -303,7 +312,7 @@ TEST_F(ServiceTest, ManyAgentsAllocateInParallelWithoutDuplicates) {
   EXPECT_EQ(Records("shared").size(), pods.size());
 }
 
-TEST_F(ServiceTest, StatefulSetPodGetsItsIPBackWhenRecreated) {
+TEST_P(ServiceTest, StatefulSetPodGetsItsIPBackWhenRecreated) {
   CreatePool("v4", "10.60.0.0/24", {"10.60.0.1-10.60.0.9"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
   IpamService& agent = Agent("a");
   kube::Client<api::StatefulSet> statefulsets(cluster_->rest());
@@ -361,7 +370,7 @@ TEST_F(ServiceTest, StatefulSetPodGetsItsIPBackWhenRecreated) {
   EXPECT_TRUE(kube::IsNotFound(Endpoint("web-1").status()));
 }
 
-TEST_F(ServiceTest, ApiServerFaultsDuringAddLoseNothing) {
+TEST_P(ServiceTest, ApiServerFaultsDuringAddLoseNothing) {
   if (cluster_->loopback() == nullptr) GTEST_SKIP() << "needs fault injection";
   CreatePool("v4", "10.50.0.0/24", {"10.50.0.1-10.50.0.9"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
   IpamService& agent = Agent("a");
@@ -378,6 +387,100 @@ TEST_F(ServiceTest, ApiServerFaultsDuringAddLoseNothing) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(Records("v4").size(), 1u);
 }
+
+// Reservations (blocks.h): most ADDs of a node need no pool write; the pod records appear in
+// the background and the unused reservations go back.
+TEST_P(ServiceTest, ReservationsServeMostAddsAndAreRecordedAndGivenBack) {
+  if (GetParam() == 0) GTEST_SKIP() << "node reservations are off";
+  CreatePool("v4", "10.70.0.0/24", {"10.70.0.1-10.70.0.100"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
+  IpamService& agent = Agent("a");
+  std::set<std::string> ips;
+  for (int i = 0; i < 10; ++i) {
+    api::Pod pod = CreatePod(base::StrCat("p", i), "a");
+    auto r = agent.Allocate(Add(pod), Deadline());
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(ips.insert(r->ips[0].address).second) << "duplicate " << r->ips[0].address;
+    // The endpoint (the record while the reservation is not converted) is there at once.
+    auto ep = Endpoint(pod.metadata.name);
+    ASSERT_TRUE(ep.ok()) << ep.status();
+    EXPECT_EQ(*ep->status->current.ips[0].ipv4, r->ips[0].address);
+  }
+  EXPECT_GE(agent.block_stats().taken, 8) << "the ADDs after the first should use the block";
+  EXPECT_LE(agent.committer_stats().writes, 2) << "one write for the first ADD (+ its top-up)";
+  EXPECT_EQ(*ips.begin(), "10.70.0.1/24");  // lowest first, as without reservations
+  // Lowest first also across the block: 10.70.0.1 .. 10.70.0.10.
+  EXPECT_EQ(*ips.rbegin(), "10.70.0.9/24");  // (string order: .1, .10, .2, ... .9)
+  // Written in the background: no flush by hand, only waiting.
+  auto records_settled = [&] {
+    auto p = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", Pool("v4"));
+    if (!p.ok()) return false;
+    auto recs = p->AllocatedIPs();
+    if (!recs.ok()) return false;
+    size_t pods = 0, reservations = 0;
+    for (const auto& [ip, rec] : *recs) (api::IsNodeReservation(rec) ? reservations : pods)++;
+    return pods == 10 && reservations == 0 && p->status.allocated_ip_count == 10;
+  };
+  for (int i = 0; i < 400 && !records_settled(); ++i) absl::SleepFor(absl::Milliseconds(25));
+  EXPECT_TRUE(records_settled()) << "pod records written and idle reservations given back";
+  for (int i = 0; i < 10; ++i) {
+    api::Pod pod = *kube::Client<api::Pod>(cluster_->rest()).Get(ns_, base::StrCat("p", i));
+    ASSERT_TRUE(agent.Release(Del(pod), Deadline()).ok());
+  }
+  EXPECT_TRUE(Records("v4").empty());
+}
+
+// An agent that dies with IPs handed out from its reservations (pods running, records not yet
+// converted): the next agent on the node recovers them from the SpiderEndpoints, writes them,
+// never hands them out again, and gives the unused reservations back.
+TEST_P(ServiceTest, ReservationsSurviveAnAgentCrash) {
+  if (GetParam() == 0) GTEST_SKIP() << "node reservations are off";
+  if (cluster_->loopback() == nullptr) GTEST_SKIP() << "needs fault injection";
+  CreatePool("v4", "10.80.0.0/24", {"10.80.0.1-10.80.0.40"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
+  std::map<std::string, std::string> held;  // pod -> ip
+  {
+    IpamService& agent = Agent("a");
+    for (int i = 0; i < 4; ++i) {
+      api::Pod pod = CreatePod(base::StrCat("p", i), "a");
+      auto r = agent.Allocate(Add(pod), Deadline());
+      ASSERT_TRUE(r.ok()) << r.status();
+      held[pod.metadata.name] = r->ips[0].address;
+    }
+    ASSERT_GE(agent.block_stats().taken, 3);
+    // "Crash": nothing this agent writes to the pool reaches it any more.
+    cluster_->loopback()->FailNext(100000, 500, {.verb = "update", .resource = "spiderippools/status"});
+    services_.clear();
+    cluster_->loopback()->ClearFaults();
+  }
+  auto p = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", Pool("v4"));
+  ASSERT_TRUE(p.ok());
+  auto recs = p->AllocatedIPs();
+  ASSERT_TRUE(recs.ok());
+  size_t reservations = 0;
+  for (const auto& [ip, rec] : *recs) reservations += api::IsNodeReservation(rec);
+  ASSERT_GE(reservations, 3u) << "the crash should have left reservations behind";
+
+  IpamService& next = Agent("a");
+  std::set<std::string> ips;
+  for (const auto& [pod, ip] : held) ips.insert(ip);
+  for (int i = 4; i < 12; ++i) {
+    api::Pod pod = CreatePod(base::StrCat("p", i), "a");
+    auto r = next.Allocate(Add(pod), Deadline());
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(ips.insert(r->ips[0].address).second) << "handed out twice: " << r->ips[0].address;
+  }
+  api::PoolIPAllocations after = Records("v4");
+  EXPECT_EQ(after.size(), 12u);
+  for (const auto& [pod, ip] : held) {
+    auto rec = after.find(ip.substr(0, ip.find('/')));
+    ASSERT_NE(rec, after.end()) << pod << " lost its record";
+    EXPECT_EQ(rec->second.pod, ns_ + "/" + pod);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(NodeReservations, ServiceTest, ::testing::Values(0, 16),
+                         [](const ::testing::TestParamInfo<int64_t>& p) {
+                           return p.param == 0 ? std::string("Off") : base::StrCat("Block", p.param);
+                         });
 
 }  // namespace
 }  // namespace spiderpool::agent::ipam

@@ -203,9 +203,11 @@ void CheckPoolIPsInUse(const api::SpiderIPPool& pool, const Parsed& p, ErrorList
   for (const auto& [ip_text, alloc] : *allocations) {
     auto ip = IPAddress::Parse(ip_text);
     if (ip.ok() && RangesContain(p.total, *ip)) continue;
-    errs->push_back(Forbidden("spec.ips", StrCat("remove an IP address ", ip_text,
-                                                 " that is being used by Pod ", alloc.pod, ", ",
-                                                 kPoolTotalNote)));
+    const std::string user = api::IsNodeReservation(alloc)
+                                 ? StrCat("reserved by the agent of node ", *alloc.node)
+                                 : StrCat("being used by Pod ", alloc.pod);
+    errs->push_back(Forbidden("spec.ips", StrCat("remove an IP address ", ip_text, " that is ",
+                                                 user, ", ", kPoolTotalNote)));
   }
 }
 

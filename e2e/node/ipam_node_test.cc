@@ -207,12 +207,24 @@ class IpamNodeTest : public ::testing::Test {
     return out.ok() ? *out : CniOutcome{};
   }
 
-  api::PoolIPAllocations Records(const std::string& pool) {
-    auto p = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", pool);
-    EXPECT_TRUE(p.ok()) << p.status();
-    if (!p.ok()) return {};
-    EXPECT_EQ(p->status.allocated_ip_count.value_or(0), static_cast<int64_t>(p->AllocatedIPs()->size()));
-    return *p->AllocatedIPs();
+  // The pool's pod records (the agents' node reservations left out). With `expect`, waits
+  // (bounded) until there are that many: an agent writes the records of IPs it handed out from
+  // its reservations in the background, within about a second (agent/ipam/blocks.h).
+  api::PoolIPAllocations Records(const std::string& pool, std::optional<size_t> expect = {}) {
+    api::PoolIPAllocations recs;
+    for (int attempt = 0; attempt < 200; ++attempt) {
+      auto p = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", pool);
+      EXPECT_TRUE(p.ok()) << p.status();
+      if (!p.ok()) return {};
+      recs = p->AllocatedIPs().value_or(api::PoolIPAllocations{});
+      std::erase_if(recs, [](const auto& kv) { return api::IsNodeReservation(kv.second); });
+      if (!expect.has_value() || recs.size() == *expect) {
+        EXPECT_EQ(p->status.allocated_ip_count.value_or(0), static_cast<int64_t>(recs.size()));
+        break;
+      }
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    return recs;
   }
 
   std::unique_ptr<kube::testing::TestCluster> cluster_;
@@ -248,7 +260,7 @@ TEST_F(IpamNodeTest, MacvlanPodGetsIPGatewayAndRoutesAndDelFreesIt) {
   }
   EXPECT_TRUE(default_route) << base::DumpJson(*routes);
 
-  api::PoolIPAllocations recs = Records(pool_);
+  api::PoolIPAllocations recs = Records(pool_, 1);
   ASSERT_EQ(recs.size(), 1u);
   EXPECT_EQ(recs.begin()->second.pod_uid, pod.metadata.uid);
   EXPECT_EQ(recs.begin()->second.node.value_or(""), NodeName("a"));
@@ -257,7 +269,7 @@ TEST_F(IpamNodeTest, MacvlanPodGetsIPGatewayAndRoutesAndDelFreesIt) {
 
   CniOutcome del = Cni("DEL", pod, "a");
   ASSERT_EQ(del.exit_code, 0) << del.Describe();
-  EXPECT_TRUE(Records(pool_).empty());
+  EXPECT_TRUE(Records(pool_, 0).empty());
   EXPECT_FALSE(net_->PodLinkExists("p1", "eth0"));
   // DEL again: still success (idempotent).
   EXPECT_EQ(Cni("DEL", pod, "a").exit_code, 0);
@@ -271,7 +283,7 @@ TEST_F(IpamNodeTest, OlderCniVersionsGetTheirResultShape) {
   EXPECT_EQ(add.json["cniVersion"], "0.3.1");
   EXPECT_EQ(add.json["ips"][0]["version"], "4");
   EXPECT_EQ(Cni("DEL", pod, "a", "", "0.3.1").exit_code, 0);
-  EXPECT_TRUE(Records(pool_).empty());
+  EXPECT_TRUE(Records(pool_, 0).empty());
 }
 
 TEST_F(IpamNodeTest, TwoAgentsOnTwoNodesShareOnePoolWithoutDuplicatesAndPodsTalk) {
@@ -295,7 +307,7 @@ TEST_F(IpamNodeTest, TwoAgentsOnTwoNodesShareOnePoolWithoutDuplicatesAndPodsTalk
     ips.insert(outs[i].json["ips"][0]["address"].get<std::string>());
   }
   EXPECT_EQ(ips.size(), pods.size()) << "duplicate IP";
-  EXPECT_EQ(Records(pool_).size(), pods.size());
+  EXPECT_EQ(Records(pool_, pods.size()).size(), pods.size());
   // A pod on node a reaches a pod on node b through the two macvlan masters.
   const std::string b0 = outs[1].json["ips"][0]["address"].get<std::string>();
   EXPECT_TRUE(net_->Ping("a0", b0.substr(0, b0.find('/'))));
@@ -310,12 +322,12 @@ TEST_F(IpamNodeTest, TwoAgentsOnTwoNodesShareOnePoolWithoutDuplicatesAndPodsTalk
   EXPECT_THAT(full.json.value("msg", "") + full.json.value("details", ""), HasSubstr(pool_)) << full.Describe();
   EXPECT_EQ(Cni("DEL", extra, "a").exit_code, 0);
   EXPECT_FALSE(net_->PodLinkExists("extra", "eth0"));
-  EXPECT_EQ(Records(pool_).size(), pods.size());
+  EXPECT_EQ(Records(pool_, pods.size()).size(), pods.size());
 
   for (size_t i = 0; i < pods.size(); ++i) {
     EXPECT_EQ(Cni("DEL", pods[i], i % 2 == 0 ? "a" : "b").exit_code, 0);
   }
-  EXPECT_TRUE(Records(pool_).empty());
+  EXPECT_TRUE(Records(pool_, 0).empty());
 }
 
 TEST_F(IpamNodeTest, AgentRestartedBetweenAddAndDelStillFrees) {
@@ -324,9 +336,9 @@ TEST_F(IpamNodeTest, AgentRestartedBetweenAddAndDelStillFrees) {
   ASSERT_EQ(Cni("ADD", pod, "a").exit_code, 0);
   StopAgent("a");
   StartAgent("a");
-  ASSERT_EQ(Records(pool_).size(), 1u);
+  ASSERT_EQ(Records(pool_, 1).size(), 1u);
   ASSERT_EQ(Cni("DEL", pod, "a").exit_code, 0);
-  EXPECT_TRUE(Records(pool_).empty());
+  EXPECT_TRUE(Records(pool_, 0).empty());
 }
 
 TEST_F(IpamNodeTest, GarbageCollectorFreesTheIPOfAPodDeletedWhileTheAgentWasDown) {
@@ -336,7 +348,7 @@ TEST_F(IpamNodeTest, GarbageCollectorFreesTheIPOfAPodDeletedWhileTheAgentWasDown
   ASSERT_EQ(Cni("ADD", pod, "a").exit_code, 0);
   api::Pod keep = CreatePod("p2", "a");
   ASSERT_EQ(Cni("ADD", keep, "a").exit_code, 0);
-  ASSERT_EQ(Records(pool_).size(), 2u);
+  ASSERT_EQ(Records(pool_, 2).size(), 2u);
   // The agent dies; the pod is deleted meanwhile, so no CNI DEL reaches an agent.
   StopAgent("a");
   ASSERT_TRUE(kube::Client<api::Pod>(cluster_->rest()).Delete(ns_, "p1").ok());
@@ -351,7 +363,7 @@ TEST_F(IpamNodeTest, GarbageCollectorFreesTheIPOfAPodDeletedWhileTheAgentWasDown
   // The agent comes back; the runtime's late DEL is still a success.
   StartAgent("a");
   EXPECT_EQ(Cni("DEL", pod, "a").exit_code, 0);
-  EXPECT_EQ(Records(pool_).size(), 1u);
+  EXPECT_EQ(Records(pool_, 1).size(), 1u);
 }
 
 TEST_F(IpamNodeTest, DeploymentPodGetsAnIPFromItsSubnetAutoPool) {
@@ -414,7 +426,7 @@ TEST_F(IpamNodeTest, DeploymentPodGetsAnIPFromItsSubnetAutoPool) {
   EXPECT_EQ(add2.json["ips"][0]["address"], "172.18.40.11/16");
   EXPECT_EQ(Cni("DEL", *second, "a").exit_code, 0);
   EXPECT_EQ(Cni("DEL", *created, "a").exit_code, 0);
-  EXPECT_TRUE(Records(auto_pool.metadata.name).empty());
+  EXPECT_TRUE(Records(auto_pool.metadata.name, 0).empty());
   (void)kube::Client<api::Deployment>(cluster_->rest()).Delete(ns_, "web");
   (void)kube::Client<api::ReplicaSet>(cluster_->rest()).Delete(ns_, "web-5d4f");
   (void)kube::Client<api::SpiderSubnet>(cluster_->rest()).Delete("", subnet);
@@ -442,7 +454,7 @@ TEST_F(IpamNodeTest, BadInputGivesCniErrorsAndAllocatesNothing) {
   out = Cni("ADD", p, "a");
   EXPECT_EQ(out.json.value("code", 0), 11) << out.Describe();
   EXPECT_EQ(Cni("DEL", p, "a").exit_code, 0);
-  EXPECT_TRUE(Records(pool_).empty());
+  EXPECT_TRUE(Records(pool_, 0).empty());
 }
 
 }  // namespace

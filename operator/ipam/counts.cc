@@ -93,7 +93,8 @@ absl::StatusOr<IPCounts> ComputePoolCounts(const api::SpiderIPPool& pool,
 
   IPCounts c;
   c.total = ClampCount(base::CountIPs(*usable));
-  c.allocated = static_cast<int64_t>(records->size());
+  c.allocated = 0;  // pod records; node reservations hold IPs but no pod (not free either)
+  for (const auto& [ip, rec] : *records) c.allocated += !api::IsNodeReservation(rec);
   const std::vector<base::IPRange> available = base::SubtractIPRanges(*usable, reserved);
   int64_t taken = 0;
   for (const auto& [ip_text, record] : *records) {

@@ -125,7 +125,9 @@ IPGarbageCollector::IPGarbageCollector(GCOptions options, std::shared_ptr<kube::
     auto records = pool.AllocatedIPs();
     if (!records.ok()) return keys;
     std::set<std::string> unique;
-    for (const auto& [ip, rec] : *records) unique.insert(rec.pod);
+    for (const auto& [ip, rec] : *records) {
+      if (!api::IsNodeReservation(rec)) unique.insert(rec.pod);
+    }
     keys.assign(unique.begin(), unique.end());
     return keys;
   });
@@ -197,6 +199,8 @@ void IPGarbageCollector::RegisterHandlers() {
 size_t IPGarbageCollector::TriggerScan() {
   if (!running_.load()) return 0;
   std::set<std::string> keys;
+  // pool -> node -> IPs: node reservations (api::IsNodeReservation) of nodes not in the cache.
+  std::map<std::string, std::map<std::string, std::vector<std::string>>> gone;
   for (const auto& pool : caches_.pools->store().List()) {
     auto records = pool->AllocatedIPs();
     if (!records.ok()) {
@@ -204,7 +208,16 @@ size_t IPGarbageCollector::TriggerScan() {
           .KV("pool", pool->metadata.name).KV("err", records.status().ToString());
       continue;
     }
-    for (const auto& [ip, rec] : *records) keys.insert(rec.pod);
+    for (const auto& [ip, rec] : *records) {
+      if (!api::IsNodeReservation(rec)) {
+        keys.insert(rec.pod);
+      } else if (caches_.nodes->store().Get(*rec.node) == nullptr) {
+        gone[pool->metadata.name][*rec.node].push_back(ip);
+      }
+    }
+  }
+  for (const auto& [pool, by_node] : gone) {
+    for (const auto& [node, ips] : by_node) ReleaseReservationsOfGoneNode(pool, node, ips);
   }
   for (const std::string& key : caches_.endpoints->store().Keys()) keys.insert(key);
   for (const std::string& key : keys) ctrl_->EnqueueKey(key);
@@ -397,6 +410,56 @@ absl::StatusOr<kube::ReconcileResult> IPGarbageCollector::ReconcilePod(const std
         .requeue_after = std::max(wait_until - now, absl::Milliseconds(1))};
   }
   return kube::ReconcileResult{};
+}
+
+// An agent gives its idle reservations back itself and a restarted one recovers them; only a
+// node that is gone leaves them behind for good.
+void IPGarbageCollector::ReleaseReservationsOfGoneNode(const std::string& pool_name,
+                                                       const std::string& node,
+                                                       const std::vector<std::string>& ips) {
+  absl::StatusOr<std::shared_ptr<const api::Node>> live = GetOrNull(nodes_, "", node);
+  if (!live.ok() || *live != nullptr) return;  // unsure, or the cache lagged: keep them
+  size_t released = 0;
+  absl::Status s = kube::RetryOnConflict(options_.conflict_retry, [&]() -> absl::Status {
+    released = 0;
+    auto pool = pools_.Get("", pool_name);
+    if (!pool.ok()) return kube::IsNotFound(pool.status()) ? absl::OkStatus() : pool.status();
+    auto records = pool->AllocatedIPs();
+    if (!records.ok()) return records.status();
+    for (const std::string& ip : ips) {
+      auto it = records->find(ip);
+      if (it == records->end() || !api::IsNodeReservation(it->second) || *it->second.node != node) {
+        continue;
+      }
+      records->erase(it);
+      ++released;
+    }
+    if (released == 0) return absl::OkStatus();
+    pool->SetAllocatedIPs(*records);
+    if (caches_.reserved_ips != nullptr) {
+      auto counts = ComputePoolCounts(*pool, ReservedRanges(caches_.reserved_ips->store().List()));
+      if (counts.ok()) {
+        pool->status.total_ip_count = counts->total;
+        pool->status.allocated_ip_count = counts->allocated;
+        pool->status.free_ip_count = counts->free;
+      }
+    }
+    auto out = pools_.UpdateStatus(*pool);
+    if (!out.ok() && kube::IsNotFound(out.status())) return absl::OkStatus();
+    return out.status();
+  });
+  if (!s.ok()) {
+    SP_LOG(Error).Msg("IP GC: releasing the reservations of a deleted node failed")
+        .KV("pool", pool_name).KV("node", node).KV("err", s.ToString());
+    gc_failures_.Inc(static_cast<double>(ips.size()));
+    return;
+  }
+  if (released == 0) return;
+  SP_LOG(Info).Msg("IP GC: released the reservations of a deleted node").KV("pool", pool_name)
+      .KV("node", node).KV("ips", released);
+  gc_counts_.Inc(static_cast<double>(released));
+  gc_by_reason_.WithLabels({{"reason", std::string(GCReasonName(GCReason::kNodeMissing))}})
+      .Inc(static_cast<double>(released));
 }
 
 absl::StatusOr<std::vector<std::string>> IPGarbageCollector::ReleaseFromPool(

@@ -127,6 +127,9 @@ class IPGarbageCollector : public kube::Runnable {
   PodFacts CachedFacts(const std::string& ns, const std::string& name) const;
   absl::StatusOr<PodFacts> LiveFacts(const std::string& ns, const std::string& name) const;
   void NoteTerminal(PodFacts* facts, absl::Time now);
+  // Frees `node`'s reservations `ips` in `pool` once a live read confirms the node is gone.
+  void ReleaseReservationsOfGoneNode(const std::string& pool, const std::string& node,
+                                     const std::vector<std::string>& ips);
   // Removes the (ip -> uid) records of pod `key` from `pool`; returns the IPs removed.
   absl::StatusOr<std::vector<std::string>> ReleaseFromPool(
       const std::string& pool, const std::string& key,

@@ -215,6 +215,31 @@ TEST_F(GCTest, PodOnADeletedNodeIsReclaimed) {
   }
 }
 
+// Node reservations (an agent's IPs held ahead, api::IsNodeReservation) are never a pod's: the
+// scan leaves those of live nodes alone and frees those of deleted nodes.
+TEST_F(GCTest, ReservationsOfDeletedNodesAreFreedOthersKept) {
+  const std::string gone = env_->Name("gone");
+  ASSERT_TRUE(env_->CreateNode(gone).ok());
+  ASSERT_TRUE(env_->EditRecords(pool_, [&](api::PoolIPAllocations* r) {
+                    (*r)["10.253.0.90"] = {.pod = "", .pod_uid = "", .node = node_};
+                    (*r)["10.253.0.91"] = {.pod = "", .pod_uid = "", .node = gone};
+                    (*r)["10.253.0.92"] = {.pod = "", .pod_uid = "", .node = gone};
+                  }).ok());
+  PodWithIP("h", "10.253.0.93");
+  StartGC({.interval = absl::Seconds(600)});
+  ASSERT_TRUE(WaitCached("10.253.0.92"));
+  ASSERT_TRUE(kube::Client<api::Node>(env_->rest()).Delete("", gone).ok());
+  ASSERT_TRUE(WaitUntil([&] { return env_->caches().nodes->store().Get(gone) == nullptr; }));
+  clock_.Advance(absl::Seconds(600));
+  ASSERT_TRUE(WaitReclaimed("10.253.0.91"));
+  ASSERT_TRUE(WaitReclaimed("10.253.0.92"));
+  EXPECT_TRUE(HasRecord("10.253.0.90")) << "a live node's reservation was freed";
+  EXPECT_TRUE(HasRecord("10.253.0.93"));
+  auto pool = kube::Client<api::SpiderIPPool>(env_->rest()).Get("", pool_);
+  ASSERT_TRUE(pool.ok());
+  EXPECT_EQ(pool->status.allocated_ip_count, 1) << "reservations are not pods";
+}
+
 TEST_F(GCTest, SucceededPodIsReclaimedPendingAndRunningPodsAreKept) {
   PodWithIP("h", "10.253.0.40");
   PodWithIP("pending", "10.253.0.41");

@@ -1,0 +1,169 @@
+#pragma once
+// NodeBlocks: IPs a node's agent holds in advance ("node reservations", api::IsNodeReservation),
+// so that most ADDs do not write the contended SpiderIPPool at all.
+//
+// Why: every record of a pool lives in ONE status string. With many nodes starting pods from
+// one pool, each allocation written there before the ADD returns means one optimistic write
+// per batch, and the writers keep losing 409s to each other (the tail latency of upstream and
+// of our plain group commit). Calico solves the same problem with per-node blocks; this is the
+// same idea inside upstream's status format:
+//
+//   1. When the agent writes a pool anyway (an ADD found no reserved IP), the same write also
+//      reserves a few more IPs for this node: records {"pod":"","podUid":"","node":"<node>"}.
+//      How many: half of the pool's unreserved free IPs shared among the reserving nodes,
+//      capped at `max_block`; none when the pool is nearly full (then every IP goes straight to
+//      a pod, as before).
+//   2. The next ADDs on this node take the lowest reserved IP locally. The pod's SpiderEndpoint
+//      (written before the ADD returns, by the service) is the durable record of the pod↔IP
+//      pairing meanwhile; no other node can take the IP, since the pool says it is this
+//      node's.
+//   3. In the background the reservation is turned into the pod's record (one write for every
+//      assignment made meanwhile, after `flush_after` without new ones, at most
+//      `max_flush_delay` after the first), and reservations unused for `idle_release` go back
+//      to the pool (after `tight_idle_release` when the pool has no unreserved IP left, so that
+//      other nodes waiting for one get it quickly).
+//   4. A restarted agent rebuilds its state from the pool (its reservations) and this node's
+//      SpiderEndpoints (which reservations are pods'), so nothing handed out is lost; a
+//      deleted node's reservations are freed by the controller's GC.
+//
+// Every change of the pool status still goes through the GroupCommitter (and therefore the
+// API server's resourceVersion check): reservations only move WHEN the write happens.
+// Thread-safe.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "agent/ipam/committer.h"
+#include "api/spider_ippool.h"
+#include "base/clock.h"
+#include "base/ip.h"
+#include "ipam/pool.h"
+
+namespace spiderpool::agent::ipam {
+
+// The working copy the committer hands to mutations.
+struct PoolBook {
+  ::spiderpool::ipam::PoolState state;
+  bool dirty = false;
+};
+using PoolCommitter = GroupCommitter<PoolBook>;
+
+struct BlockOptions {
+  int64_t max_block = 16;  // 0: off (every IP is written to the pool before the ADD returns)
+  absl::Duration flush_after = absl::Milliseconds(100);
+  absl::Duration max_flush_delay = absl::Seconds(1);
+  absl::Duration idle_release = absl::Seconds(2);
+  absl::Duration tight_idle_release = absl::Milliseconds(100);
+};
+
+class NodeBlocks {
+ public:
+  struct Hooks {
+    // The informer's copy of a pool (nullptr: not known).
+    std::function<std::shared_ptr<const api::SpiderIPPool>(const std::string& pool)> cached_pool;
+    // The IPs of `pool` that this node's SpiderEndpoints hold, with their pods (recovery).
+    std::function<std::map<base::IPAddress, ::spiderpool::ipam::AllocationRequest>(
+        const std::string& pool)>
+        endpoint_ips;
+    // Builds a PoolState from a pool object (the service's reserved ranges and limits).
+    std::function<absl::StatusOr<::spiderpool::ipam::PoolState>(const api::SpiderIPPool& pool)>
+        build;
+  };
+
+  NodeBlocks(std::string node, BlockOptions options, PoolCommitter* committer, Hooks hooks,
+             base::Clock* clock);
+  ~NodeBlocks();  // Stop()
+
+  bool enabled() const { return options_.max_block > 0; }
+  // Starts / stops the background flush + release thread.
+  void Start();
+  void Stop();
+
+  // Hands `request` a reserved IP of `pool`: the one it already got (a repeated ADD), else the
+  // lowest free reservation that `usable` accepts. nullopt: none here (take the slow path).
+  std::optional<base::IPAddress> Take(const std::string& pool,
+                                      const ::spiderpool::ipam::AllocationRequest& request,
+                                      const std::function<bool(const base::IPAddress&)>& usable);
+
+  // For a slow-path mutation (inside the committer, on `state`): reserves more IPs for this
+  // node if its block is short. `*reserved` receives what this run reserved (reset on each
+  // run; the committer may re-run a batch) — hand it to AddReserved() once the write is done.
+  void TopUp(const std::string& pool, ::spiderpool::ipam::PoolState& state,
+             std::vector<base::IPAddress>* reserved, bool* dirty);
+  void AddReserved(const std::string& pool, const std::vector<base::IPAddress>& ips);
+
+  // The slow path wrote a pod record for `uid`: until the endpoint cache surely shows it, a
+  // repeated ADD of that pod must go the slow path too (its idempotency reads the status).
+  void NoteWritten(const std::string& uid);
+  // `uid`'s records were released: forget what NoteWritten noted.
+  void Forget(const std::string& uid);
+
+  // `uid` has IPs of `pool` that are still reservations in the pool status.
+  bool HasUnflushed(const std::string& pool, const std::string& uid);
+  // Pools where `uid` has unflushed IPs.
+  std::vector<std::string> PoolsWithUnflushed(const std::string& uid);
+  // Writes every unflushed assignment of `pool` into the pool status now.
+  absl::Status Flush(const std::string& pool, absl::Time deadline);
+  // Flush() for every pool (shutdown; tests that read the pools).
+  absl::Status FlushAll(absl::Time deadline);
+  // For a slow-path mutation whose pool is full: reservations in `state` that may still come
+  // to us (other nodes' — they give idle ones back — and ours not handed out yet).
+  int64_t Waitable(const std::string& pool, const ::spiderpool::ipam::PoolState& state);
+  // Gives `ip` (handed to `uid` by Take and not yet flushed) back to the block. False if it was
+  // not such an IP (it is a pod record now: release it through the committer).
+  bool Unassign(const std::string& pool, const base::IPAddress& ip, const std::string& uid);
+
+  struct Stats {
+    int64_t taken = 0;       // ADDs served from a block
+    int64_t reserved = 0;    // IPs reserved
+    int64_t released = 0;    // reservations given back
+    int64_t flushed = 0;     // assignments written as pod records
+    int64_t lost = 0;        // assignments whose reservation had vanished (logged)
+  };
+  Stats stats() const;
+
+ private:
+  struct Block {
+    bool loaded = false;
+    std::set<base::IPAddress> free;
+    std::map<base::IPAddress, ::spiderpool::ipam::AllocationRequest> assigned;
+    std::set<base::IPAddress> releasing;  // being given back: never handed out again
+    int64_t share = 0;  // the block size last computed by TopUp
+    absl::Time last_take = absl::InfinitePast();
+    absl::Time first_unflushed = absl::InfiniteFuture();
+  };
+
+  Block& BlockLocked(const std::string& pool) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void LoadLocked(const std::string& pool, Block& b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  struct SyncWhat {
+    bool flush = false;
+    bool topup = false;
+    bool release = false;
+  };
+  absl::Status Sync(const std::string& pool, SyncWhat what, absl::Time deadline);
+  void Loop(std::stop_token stop);
+
+  const std::string node_;
+  const BlockOptions options_;
+  PoolCommitter* committer_;
+  Hooks hooks_;
+  base::Clock* clock_;
+
+  mutable absl::Mutex mu_;
+  absl::CondVar wake_;
+  std::map<std::string, Block> blocks_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, absl::Time> written_ ABSL_GUARDED_BY(mu_);  // uid -> noted at
+  Stats stats_ ABSL_GUARDED_BY(mu_);
+  std::jthread keeper_;
+};
+
+}  // namespace spiderpool::agent::ipam
