@@ -8,6 +8,7 @@
 //    "del_failures":0,"leaked_records":0,"agent_peak_rss_mb":..,...}
 //
 //   bazel run -c opt //bench:ipam_e2e -- [--nodes=10] [--pods-per-node=100] [--workers-per-node=10]
+//                                         [--block-size=N (nodeIPBlockSize; 0 = reservations off)]
 //
 // Not a test: numbers go to bench/README.md.
 
@@ -104,6 +105,8 @@ int main(int argc, char** argv) {
   const int nodes = Flag(argc, argv, "nodes", 10);
   const int per_node = Flag(argc, argv, "pods-per-node", 100);
   const int workers = Flag(argc, argv, "workers-per-node", 10);
+  // nodeIPBlockSize of the agents' conf.yml (-1: the built-in default; 0: node reservations off).
+  const int block_size = Flag(argc, argv, "block-size", -1);
   const int pods = nodes * per_node;
 
   // Each open watch and each idle keep-alive connection holds a server thread: 10 agents need
@@ -166,13 +169,22 @@ int main(int argc, char** argv) {
     }
   }
 
+  std::vector<std::string> agent_flags = {"--kubeconfig=" + kubeconfig, "--health-port=0",
+                                           "--qps=1000", "--burst=2000"};
+  if (block_size >= 0) {
+    const std::string conf = tmp + "/conf.yml";
+    std::ofstream(conf) << "nodeIPBlockSize: " << block_size << "\n";
+    agent_flags.push_back("--config=" + conf);
+  }
   std::vector<Agent> agents(nodes);
   for (int n = 0; n < nodes; ++n) {
     agents[n].socket = base::StrCat(tmp, "/agent-", n, ".sock");
+    std::vector<std::string> argv = {Runfile("agent/spiderpool-agent"),
+                                     base::StrCat("--node-name=node-", n),
+                                     "--socket=" + agents[n].socket};
+    argv.insert(argv.end(), agent_flags.begin(), agent_flags.end());
     auto p = base::Process::Start(
-        {.argv = {Runfile("agent/spiderpool-agent"), base::StrCat("--node-name=node-", n),
-                  "--kubeconfig=" + kubeconfig, "--socket=" + agents[n].socket,
-                  "--health-port=0", "--qps=1000", "--burst=2000"},
+        {.argv = argv,
          .inherit_env = true,
          .output_file = base::StrCat(tmp, "/agent-", n, ".log")});
     if (!p.ok()) {
@@ -314,6 +326,7 @@ int main(int argc, char** argv) {
       {"pods", pods},
       {"pool_ips", pods},
       {"workers_per_node", workers},
+      {"node_ip_block_size", block_size},
       {"total_add_s", total_add_s},
       {"p50_add_ms", Percentile(add_ms, 0.50)},
       {"p90_add_ms", Percentile(add_ms, 0.90)},

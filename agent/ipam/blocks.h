@@ -59,8 +59,8 @@ using PoolCommitter = GroupCommitter<PoolBook>;
 
 struct BlockOptions {
   int64_t max_block = 16;  // 0: off (every IP is written to the pool before the ADD returns)
-  absl::Duration flush_after = absl::Milliseconds(100);
-  absl::Duration max_flush_delay = absl::Seconds(1);
+  absl::Duration flush_after = absl::Milliseconds(300);
+  absl::Duration max_flush_delay = absl::Seconds(3);
   absl::Duration idle_release = absl::Seconds(2);
   absl::Duration tight_idle_release = absl::Milliseconds(100);
 };
