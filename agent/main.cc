@@ -14,11 +14,20 @@
 // kubeconfig from $KUBECONFIG or the pod's service account, the pod UID (seamless-upgrade
 // socket names of the DRA plugin) from $POD_UID. Stops on SIGTERM/SIGINT: the DRA plugin's
 // sockets go first, then the IPAM socket; requests in flight finish.
+//
+// Two binaries from this file (agent/BUILD.bazel): `spiderpool-agent` has no DRA code, so an
+// IPAM-only agent never maps gRPC, protobuf or libnl (~6 MB of resident pages per node); with
+// --dra-enabled or --device-plugin-enabled it execs `spiderpool-agent-dra` (built with
+// SPIDERPOOL_AGENT_DRA) from its own directory: same pid, same arguments, same flags.
 
+#include <limits.h>
 #include <malloc.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -28,21 +37,24 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "agent/dra/node_devices.h"
 #include "agent/ipam/config.h"
 #include "agent/ipam/server.h"
 #include "agent/ipam/service.h"
 #include "api/core.h"
 #include "base/flags.h"
-#include "dra/driver/driver.h"
-#include "dra/kubeletplugin/plugin.h"
-#include "dra/resourceslice/publisher.h"
 #include "kube/rest/client.h"
 #include "base/log.h"
 #include "kube/health/health.h"
 #include "kube/metrics/metrics.h"
 #include "kube/rest/config.h"
 #include "kube/rest/rest_client.h"
+
+#ifdef SPIDERPOOL_AGENT_DRA
+#include "agent/dra/node_devices.h"
+#include "dra/driver/driver.h"
+#include "dra/kubeletplugin/plugin.h"
+#include "dra/resourceslice/publisher.h"
+#endif
 
 ABSL_FLAG(std::string, node_name, "", "this node's name (default: $SPIDERPOOL_NODE_NAME)");
 ABSL_FLAG(std::string, kubeconfig, "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)");
@@ -74,6 +86,13 @@ namespace {
 
 using namespace spiderpool;
 
+int Fail(std::string_view what, const absl::Status& s) {
+  std::cerr << "spiderpool-agent: " << what << ": " << s << "\n";
+  return 1;
+}
+
+#ifdef SPIDERPOOL_AGENT_DRA
+
 std::vector<std::string> Globs(const std::string& csv) {
   std::vector<std::string> out;
   for (absl::string_view g : absl::StrSplit(csv, ',', absl::SkipWhitespace())) {
@@ -82,10 +101,131 @@ std::vector<std::string> Globs(const std::string& csv) {
   return out;
 }
 
-int Fail(std::string_view what, const absl::Status& s) {
-  std::cerr << "spiderpool-agent: " << what << ": " << s << "\n";
-  return 1;
+// NICs -> ResourceSlices (DRA) and/or device-plugin resources; the kubelet DRA plugin with the
+// claim driver. Built before the IPAM service starts (it subscribes to the pool caches),
+// started after.
+class NodePlugins {
+ public:
+  NodePlugins(std::shared_ptr<kube::RestClient> rest, agent::ipam::IpamService& service,
+              const std::string& node) {
+    const bool dra = absl::GetFlag(FLAGS_dra_enabled);
+    const bool device_plugin = absl::GetFlag(FLAGS_device_plugin_enabled);
+    const std::string driver_name = absl::GetFlag(FLAGS_dra_driver_name);
+    if (dra || device_plugin) {
+      agent::dra::NodeDevicesOptions o{.node_name = node,
+                                       .netns_path = absl::GetFlag(FLAGS_nic_netns),
+                                       .publish_slices = dra,
+                                       .device_plugin = device_plugin,
+                                       .registry = &kube::metrics::Registry::Default()};
+      o.discovery.sysfs_root = absl::GetFlag(FLAGS_sysfs_root);
+      o.model.driver = driver_name;
+      o.model.slots_per_nic = absl::GetFlag(FLAGS_dra_slots_per_nic);
+      o.model.include_interfaces = Globs(absl::GetFlag(FLAGS_nic_include));
+      o.model.exclude_interfaces = Globs(absl::GetFlag(FLAGS_nic_exclude));
+      o.device_plugin_options.kubelet_dir = absl::GetFlag(FLAGS_kubelet_device_plugins_dir);
+      o.device_plugin_options.rules = {.include = o.model.include_interfaces,
+                                       .exclude = o.model.exclude_interfaces};
+      if (dra) {
+        // Slices die with their Node (ownerReference), when the Node is there to own them.
+        kube::Client<api::Node> nodes(rest);
+        if (absl::StatusOr<api::Node> n = nodes.Get("", node); n.ok()) {
+          o.publisher.node_uid = n->metadata.uid;
+        }
+      }
+      devices_ = std::make_unique<agent::dra::NodeDevices>(rest, o, [&service, node] {
+        return agent::dra::PoolCapacities(service.CachedPools(), node, service.NodeLabels());
+      });
+      service.OnPoolsOrNodeChanged([d = devices_.get()] { d->Refresh(); });
+    }
+    if (!dra) return;
+    const std::string plugin_dir = absl::GetFlag(FLAGS_kubelet_plugins_dir) + "/" + driver_name;
+    dra::driver::Options d{.driver_name = driver_name,
+                           .node_name = node,
+                           .plugin_dir = plugin_dir,
+                           .cdi_dir = absl::GetFlag(FLAGS_dra_cdi_dir),
+                           .rdma_library_path = absl::GetFlag(FLAGS_dra_rdma_library),
+                           .registry = &kube::metrics::Registry::Default()};
+    if (!absl::GetFlag(FLAGS_dra_cdi_version).empty()) {
+      d.cdi_max_version = absl::GetFlag(FLAGS_dra_cdi_version);
+    }
+    // Claims in the version the server serves (v1, else v1beta2, else v1beta1), like the slices.
+    if (absl::StatusOr<std::string> v = dra::resourceslice::DiscoverResourceApiVersion(*rest);
+        v.ok()) {
+      d.api_version = *v;
+    } else {
+      SP_LOG(Warning).Msg("resource.k8s.io not served; claims will be read as v1")
+          .KV("error", v.status().ToString());
+    }
+    claim_driver_ = std::make_unique<dra::driver::NetDriver>(rest, d);
+    plugin_ = std::make_unique<dra::kubeletplugin::Plugin>(
+        dra::kubeletplugin::PluginOptions{.driver_name = driver_name,
+                                          .registry_dir = absl::GetFlag(FLAGS_kubelet_registry_dir),
+                                          .plugin_dir = plugin_dir,
+                                          .pod_uid = dra::kubeletplugin::PodUIDFromEnv(),
+                                          .health_port = absl::GetFlag(FLAGS_dra_health_port),
+                                          .metrics = &kube::metrics::Registry::Default()},
+        claim_driver_.get());
+  }
+
+  // 0, or main's exit code after printing why.
+  int Start() {
+    if (devices_) {
+      if (absl::Status s = devices_->Start(); !s.ok()) return Fail("NIC discovery", s);
+    }
+    if (plugin_) {
+      // A claim half-prepared before a crash is finished or rolled back before serving.
+      if (absl::Status s = claim_driver_->Recover(); !s.ok()) {
+        SP_LOG(Warning).Msg("DRA checkpoint recovery").KV("error", s.ToString());
+      }
+      if (absl::Status s = plugin_->Start(); !s.ok()) return Fail("DRA kubelet plugin", s);
+      std::cout << "dra_registration_socket=" << plugin_->sockets().registration << "\n"
+                << "dra_socket=" << plugin_->sockets().dra << "\n";
+      if (plugin_->health_port() > 0) {
+        std::cout << "dra_health_port=" << plugin_->health_port() << "\n";
+      }
+    }
+    return 0;
+  }
+
+  // The kubelet plugin first: its sockets go, so the kubelet moves to a newer instance (or
+  // waits) before anything it may call is torn down.
+  void Stop() {
+    if (plugin_) plugin_->Stop();
+    if (devices_) devices_->Stop();
+  }
+
+ private:
+  std::unique_ptr<agent::dra::NodeDevices> devices_;
+  std::unique_ptr<dra::driver::NetDriver> claim_driver_;
+  std::unique_ptr<dra::kubeletplugin::Plugin> plugin_;
+};
+
+#else  // !SPIDERPOOL_AGENT_DRA
+
+// Becomes spiderpool-agent-dra, looked up beside the running binary (/proc/self/exe), then
+// beside argv[0] (a runfiles or install symlink). Returns only when no exec succeeded.
+int ExecDraAgent(char** argv) {
+  std::vector<std::string> dirs;
+  char self[PATH_MAX];
+  if (const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1); n > 0) {
+    const std::string exe(self, static_cast<size_t>(n));
+    dirs.push_back(exe.substr(0, exe.rfind('/') + 1));
+  }
+  if (const std::string arg0 = argv[0]; arg0.find('/') != std::string::npos) {
+    const std::string dir = arg0.substr(0, arg0.rfind('/') + 1);
+    if (dirs.empty() || dirs.front() != dir) dirs.push_back(dir);
+  }
+  std::string tried;
+  for (const std::string& dir : dirs) {
+    const std::string path = dir + "spiderpool-agent-dra";
+    ::execv(path.c_str(), argv);
+    tried += (tried.empty() ? "" : ", ") + path + ": " + std::strerror(errno);
+  }
+  return Fail("--dra-enabled/--device-plugin-enabled need spiderpool-agent-dra",
+              absl::NotFoundError(tried));
 }
+
+#endif  // SPIDERPOOL_AGENT_DRA
 
 }  // namespace
 
@@ -93,11 +233,16 @@ int main(int argc, char** argv) {
   // The agent is small and long-lived; keep its footprint flat: one malloc arena (per-thread
   // arenas only grow RSS), and the big transient buffers (a pool's status JSON can be
   // hundreds of KB) in their own mappings, returned to the kernel when freed instead of
-  // fragmenting the heap.
+  // fragmenting the heap. (bench/ipam_e2e peak without these three: 44 MB instead of 21.)
   mallopt(M_ARENA_MAX, 1);
   mallopt(M_MMAP_THRESHOLD, 32 * 1024);
   mallopt(M_TRIM_THRESHOLD, 256 * 1024);
   base::ParseFlags(argc, argv, "spiderpool-agent: per-node IPAM for Spiderpool");
+#ifndef SPIDERPOOL_AGENT_DRA
+  if (absl::GetFlag(FLAGS_dra_enabled) || absl::GetFlag(FLAGS_device_plugin_enabled)) {
+    return ExecDraAgent(argv);
+  }
+#endif
 
   const std::string node = absl::GetFlag(FLAGS_node_name).empty()
                                ? base::EnvOr("SPIDERPOOL_NODE_NAME", "")
@@ -147,83 +292,14 @@ int main(int argc, char** argv) {
   }
   agent::ipam::IpamService service(*rest, options);
 
-  // NICs -> ResourceSlices (DRA) and/or device-plugin resources; the kubelet DRA plugin.
-  const bool dra = absl::GetFlag(FLAGS_dra_enabled);
-  const bool device_plugin = absl::GetFlag(FLAGS_device_plugin_enabled);
-  const std::string driver_name = absl::GetFlag(FLAGS_dra_driver_name);
-  std::unique_ptr<agent::dra::NodeDevices> devices;
-  std::unique_ptr<dra::driver::NetDriver> claim_driver;
-  std::unique_ptr<dra::kubeletplugin::Plugin> plugin;
-  if (dra || device_plugin) {
-    agent::dra::NodeDevicesOptions o{.node_name = node,
-                                     .netns_path = absl::GetFlag(FLAGS_nic_netns),
-                                     .publish_slices = dra,
-                                     .device_plugin = device_plugin,
-                                     .registry = &kube::metrics::Registry::Default()};
-    o.discovery.sysfs_root = absl::GetFlag(FLAGS_sysfs_root);
-    o.model.driver = driver_name;
-    o.model.slots_per_nic = absl::GetFlag(FLAGS_dra_slots_per_nic);
-    o.model.include_interfaces = Globs(absl::GetFlag(FLAGS_nic_include));
-    o.model.exclude_interfaces = Globs(absl::GetFlag(FLAGS_nic_exclude));
-    o.device_plugin_options.kubelet_dir = absl::GetFlag(FLAGS_kubelet_device_plugins_dir);
-    o.device_plugin_options.rules = {.include = o.model.include_interfaces,
-                                     .exclude = o.model.exclude_interfaces};
-    if (dra) {
-      // Slices die with their Node (ownerReference), when the Node is there to own them.
-      kube::Client<api::Node> nodes(*rest);
-      if (absl::StatusOr<api::Node> n = nodes.Get("", node); n.ok()) {
-        o.publisher.node_uid = n->metadata.uid;
-      }
-    }
-    devices = std::make_unique<agent::dra::NodeDevices>(*rest, o, [&service, node] {
-      return agent::dra::PoolCapacities(service.CachedPools(), node, service.NodeLabels());
-    });
-    service.OnPoolsOrNodeChanged([d = devices.get()] { d->Refresh(); });
-  }
-  if (dra) {
-    const std::string plugin_dir = absl::GetFlag(FLAGS_kubelet_plugins_dir) + "/" + driver_name;
-    dra::driver::Options d{.driver_name = driver_name,
-                           .node_name = node,
-                           .plugin_dir = plugin_dir,
-                           .cdi_dir = absl::GetFlag(FLAGS_dra_cdi_dir),
-                           .rdma_library_path = absl::GetFlag(FLAGS_dra_rdma_library),
-                           .registry = &kube::metrics::Registry::Default()};
-    if (!absl::GetFlag(FLAGS_dra_cdi_version).empty()) {
-      d.cdi_max_version = absl::GetFlag(FLAGS_dra_cdi_version);
-    }
-    // Claims in the version the server serves (v1, else v1beta2, else v1beta1), like the slices.
-    if (absl::StatusOr<std::string> v = dra::resourceslice::DiscoverResourceApiVersion(**rest);
-        v.ok()) {
-      d.api_version = *v;
-    } else {
-      SP_LOG(Warning).Msg("resource.k8s.io not served; claims will be read as v1")
-          .KV("error", v.status().ToString());
-    }
-    claim_driver = std::make_unique<dra::driver::NetDriver>(*rest, d);
-    plugin = std::make_unique<dra::kubeletplugin::Plugin>(
-        dra::kubeletplugin::PluginOptions{.driver_name = driver_name,
-                                          .registry_dir = absl::GetFlag(FLAGS_kubelet_registry_dir),
-                                          .plugin_dir = plugin_dir,
-                                          .pod_uid = dra::kubeletplugin::PodUIDFromEnv(),
-                                          .health_port = absl::GetFlag(FLAGS_dra_health_port),
-                                          .metrics = &kube::metrics::Registry::Default()},
-        claim_driver.get());
-  }
+#ifdef SPIDERPOOL_AGENT_DRA
+  NodePlugins node_plugins(*rest, service, node);
+#endif
 
   service.Start();
-  if (devices) {
-    if (absl::Status s = devices->Start(); !s.ok()) return Fail("NIC discovery", s);
-  }
-  if (plugin) {
-    // A claim half-prepared before a crash is finished or rolled back before serving.
-    if (absl::Status s = claim_driver->Recover(); !s.ok()) {
-      SP_LOG(Warning).Msg("DRA checkpoint recovery").KV("error", s.ToString());
-    }
-    if (absl::Status s = plugin->Start(); !s.ok()) return Fail("DRA kubelet plugin", s);
-    std::cout << "dra_registration_socket=" << plugin->sockets().registration << "\n"
-              << "dra_socket=" << plugin->sockets().dra << "\n";
-    if (plugin->health_port() > 0) std::cout << "dra_health_port=" << plugin->health_port() << "\n";
-  }
+#ifdef SPIDERPOOL_AGENT_DRA
+  if (int rc = node_plugins.Start(); rc != 0) return rc;
+#endif
 
   std::unique_ptr<kube::health::Server> health;
   if (absl::GetFlag(FLAGS_health_port) >= 0) {
@@ -256,10 +332,9 @@ int main(int argc, char** argv) {
   int sig = 0;
   sigwait(&set, &sig);
   SP_LOG(Info).Msg("stopping").KV("signal", sig);
-  // The kubelet plugin first: its sockets go, so the kubelet moves to a newer instance (or
-  // waits) before anything it may call is torn down.
-  if (plugin) plugin->Stop();
-  if (devices) devices->Stop();
+#ifdef SPIDERPOOL_AGENT_DRA
+  node_plugins.Stop();
+#endif
   (*server)->Stop();
   if (health) health->Stop();
   service.Stop();

@@ -19,7 +19,7 @@ for t in "${targets[@]}"; do
   grep -q -- "${t}" images/Dockerfile || { echo "images: the Dockerfile does not build $t"; exit 1; }
 done
 
-for b in agent/spiderpool-agent operator/spiderpool-controller; do
+for b in agent/spiderpool-agent agent/spiderpool-agent-dra operator/spiderpool-controller; do
   pkgs=$(images/runtime-packages.sh "$bin/$b")
   echo "images: $b needs: $(echo "$pkgs" | xargs)"
   grep -q '^libc6' <<<"$pkgs" || { echo "images: $b: libc6 missing from its package list"; exit 1; }

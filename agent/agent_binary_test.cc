@@ -1,0 +1,130 @@
+// The two agent binaries (agent/BUILD.bazel): the IPAM-only `spiderpool-agent` must not map
+// the DRA stack (gRPC, protobuf, libnl) nor shared Abseil / yaml-cpp (linked statically), and
+// becomes `spiderpool-agent-dra` (same pid) with --dra-enabled or --device-plugin-enabled.
+// Real processes against the loopback API server (or SPIDERPOOL_TEST_KUBECONFIG).
+
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "base/strings.h"
+#include "base/subprocess.h"
+#include "gtest/gtest.h"
+#include "kube/testing/test_cluster.h"
+
+namespace spiderpool::agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string Runfile(const std::string& path) { return (fs::current_path() / path).string(); }
+
+class AgentBinaryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto c = kube::testing::TestCluster::Start();
+    ASSERT_TRUE(c.ok()) << c.status();
+    cluster_ = std::move(*c);
+    char dir[] = "/tmp/sp-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir), nullptr);
+    tmp_ = dir;
+    if (cluster_->loopback() != nullptr) {
+      kubeconfig_ = tmp_ + "/kubeconfig";
+      ASSERT_TRUE(cluster_->loopback()->WriteKubeconfig(kubeconfig_).ok());
+    } else {
+      kubeconfig_ = std::getenv(kube::testing::kTestKubeconfigEnv);
+    }
+  }
+
+  void TearDown() override {
+    if (agent_ != nullptr) {
+      agent_->Signal(SIGTERM);
+      agent_->Wait();
+    }
+    if (!tmp_.empty()) fs::remove_all(tmp_);
+  }
+
+  // Starts `binary` with the common flags plus `extra`; returns once its log has `line`.
+  void Start(const std::string& binary, const std::vector<std::string>& extra,
+             const std::string& line) {
+    std::vector<std::string> argv = {binary, "--node-name=" + cluster_->ns() + "-node",
+                                     "--kubeconfig=" + kubeconfig_, "--socket=" + tmp_ + "/ipam.sock",
+                                     "--health-port=-1"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    auto p = base::Process::Start({.argv = argv, .inherit_env = true, .output_file = Log()});
+    ASSERT_TRUE(p.ok()) << p.status();
+    agent_ = std::move(*p);
+    // Bounded poll: a failure guard, not a timing assertion.
+    for (int i = 0; i < 1200; ++i) {
+      if (ReadFile(Log()).find(line) != std::string::npos) return;
+      ASSERT_TRUE(agent_->Running()) << "agent exited: " << ReadFile(Log());
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    FAIL() << "no " << line << " in: " << ReadFile(Log());
+  }
+
+  std::string Log() const { return tmp_ + "/agent.log"; }
+  std::string Maps() const { return ReadFile(base::StrCat("/proc/", agent_->pid(), "/maps")); }
+  std::string Exe() const {
+    return fs::read_symlink(base::StrCat("/proc/", agent_->pid(), "/exe")).filename().string();
+  }
+
+  std::unique_ptr<kube::testing::TestCluster> cluster_;
+  std::string tmp_, kubeconfig_;
+  std::unique_ptr<base::Process> agent_;
+};
+
+TEST_F(AgentBinaryTest, IpamOnlyAgentMapsNoDraStackNorSharedAbseil) {
+  Start(Runfile("agent/spiderpool-agent"), {}, "socket=");
+  EXPECT_EQ(Exe(), "spiderpool-agent");
+  const std::string maps = Maps();
+  for (const char* lib : {"libgrpc", "libprotobuf", "libnl-", "libabsl_", "libyaml-cpp"}) {
+    EXPECT_EQ(maps.find(lib), std::string::npos) << lib << " is mapped:\n" << maps;
+  }
+  EXPECT_NE(maps.find("libssl"), std::string::npos) << maps;  // the API client's TLS
+}
+
+TEST_F(AgentBinaryTest, DraEnabledBecomesTheDraBinary) {
+  if (cluster_->loopback() == nullptr) {
+    GTEST_SKIP() << "publishes ResourceSlices for a made-up node: loopback server only";
+  }
+  Start(Runfile("agent/spiderpool-agent"),
+        {"--dra-enabled", "--sysfs-root=", "--kubelet-registry-dir=" + tmp_ + "/registry",
+         "--kubelet-plugins-dir=" + tmp_ + "/plugins", "--dra-cdi-dir=" + tmp_ + "/cdi",
+         "--dra-health-port=-1"},
+        "socket=" + tmp_ + "/ipam.sock");
+  // Same process (the pid we started), now the DRA build, serving the kubelet plugin.
+  EXPECT_EQ(Exe(), "spiderpool-agent-dra");
+  EXPECT_NE(Maps().find("libgrpc"), std::string::npos);
+  EXPECT_NE(ReadFile(Log()).find("dra_socket="), std::string::npos) << ReadFile(Log());
+}
+
+TEST_F(AgentBinaryTest, DevicePluginWithoutTheDraBinaryFailsClearly) {
+  // The IPAM-only binary alone in a directory: nothing to exec.
+  const std::string lonely = tmp_ + "/bin/spiderpool-agent";
+  fs::create_directories(tmp_ + "/bin");
+  fs::copy_file(Runfile("agent/spiderpool-agent"), lonely);
+  auto r = base::RunProcess({.argv = {lonely, "--node-name=n", "--device-plugin-enabled"}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->exit_code, 1);
+  EXPECT_NE(r->stderr_data.find(tmp_ + "/bin/spiderpool-agent-dra"), std::string::npos)
+      << r->stderr_data;
+}
+
+}  // namespace
+}  // namespace spiderpool::agent
