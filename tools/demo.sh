@@ -345,6 +345,14 @@ echo "    (the container exited: podman's CNI DEL gave its IP back)"
 echo "=== the pools and the endpoints"
 k get sp -o wide
 k get spiderendpoints -n default
+# An agent reserves a few IPs ahead per pool (agent/ipam/blocks.h): records without a pod,
+# neither allocated nor free, handed out without a pool write and given back when idle.
+echo "--- IPs the node agents hold in reserve (status.allocatedIPs entries with a node and no pod)"
+k get sp ippool-test -o jsonpath='{.status.allocatedIPs}' | python3 -c '
+import json, sys
+recs = json.loads(sys.stdin.read() or "{}")
+held = sorted(ip for ip, r in recs.items() if not r.get("pod") and r.get("node"))
+print("    ippool-test:", ", ".join(held) or "none")'
 
 echo "=== CNI DEL pod-b frees its IP; NodeUnprepareResources removes the claim's CDI spec"
 cni DEL pod-b node1

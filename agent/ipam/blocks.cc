@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
+
 #include "base/log.h"
 #include "base/status.h"
 #include "base/strings.h"
@@ -93,13 +95,23 @@ void NodeBlocks::LoadLocked(const std::string& pool, Block& b) {
   wake_.SignalAll();
 }
 
+bool NodeBlocks::Low(const Block& b) const {
+  return b.share > 0 && static_cast<int64_t>(b.free.size()) * 4 < b.share * 3;
+}
+
 std::optional<base::IPAddress> NodeBlocks::Take(
     const std::string& pool, const sp::AllocationRequest& request,
-    const std::function<bool(const base::IPAddress&)>& usable) {
+    const std::function<bool(const base::IPAddress&)>& usable, absl::Time deadline) {
   if (!enabled()) return std::nullopt;
   absl::MutexLock l(&mu_);
   if (written_.count(request.pod_uid)) return std::nullopt;
   Block& b = BlockLocked(pool);
+  // Dry, but the background top-up is on its way: waiting for it costs less than a write of
+  // our own (which would queue behind it on the same pool anyway).
+  const absl::Time wait_until = std::min(deadline, absl::Now() + absl::Seconds(2));
+  while (b.free.empty() && b.topups_in_flight > 0) {
+    if (topped_up_.WaitWithDeadline(&mu_, wait_until)) break;
+  }
   for (auto& [ip, req] : b.assigned) {
     if (SameNic(req, request)) {
       // A repeated ADD (or a new sandbox) before the flush: the record will name this
@@ -117,7 +129,7 @@ std::optional<base::IPAddress> NodeBlocks::Take(
     b.last_take = now;
     b.first_unflushed = std::min(b.first_unflushed, now);
     ++stats_.taken;
-    if (static_cast<int64_t>(b.free.size()) * 2 < b.share) wake_.SignalAll();  // top up ahead
+    if (Low(b)) wake_.SignalAll();  // top up ahead of demand
     return ip;
   }
   return std::nullopt;
@@ -263,6 +275,16 @@ absl::Status NodeBlocks::Sync(const std::string& pool, SyncWhat what, absl::Time
     }
   }
   if (batch.empty() && releasing.empty() && !what.topup) return absl::OkStatus();
+  if (what.topup) {
+    absl::MutexLock l(&mu_);
+    ++blocks_[pool].topups_in_flight;
+  }
+  absl::Cleanup done = [&] {
+    if (!what.topup) return;
+    absl::MutexLock l(&mu_);
+    --blocks_[pool].topups_in_flight;
+    topped_up_.SignalAll();
+  };
   std::vector<base::IPAddress> lost, topped_up;
   absl::Status s = committer_->Run(
       pool,
@@ -318,8 +340,7 @@ void NodeBlocks::Loop(std::stop_token stop) {
           if (now >= at) what.flush = true; else next = std::min(next, at);
         }
         // Ahead of demand: pods are being started here and the block runs low.
-        if (b.share > 0 && now - b.last_take < options_.flush_after &&
-            static_cast<int64_t>(b.free.size()) * 2 < b.share) {
+        if (now - b.last_take < options_.flush_after && Low(b)) {
           what.topup = true;
           what.flush = !b.assigned.empty();  // the same write records what was handed out
         }

@@ -12,7 +12,8 @@
 //      reserves a few more IPs for this node: records {"pod":"","podUid":"","node":"<node>"}.
 //      How many: half of the pool's unreserved free IPs shared among the reserving nodes,
 //      capped at `max_block`; none when the pool is nearly full (then every IP goes straight to
-//      a pod, as before).
+//      a pod, as before). While pods keep starting and the block is a quarter used, the background
+//      thread tops it up ahead of demand (in the same write as the records of step 3).
 //   2. The next ADDs on this node take the lowest reserved IP locally. The pod's SpiderEndpoint
 //      (written before the ADD returns, by the service) is the durable record of the pod↔IP
 //      pairing meanwhile; no other node can take the IP, since the pool says it is this
@@ -90,9 +91,11 @@ class NodeBlocks {
 
   // Hands `request` a reserved IP of `pool`: the one it already got (a repeated ADD), else the
   // lowest free reservation that `usable` accepts. nullopt: none here (take the slow path).
+  // When the block is dry while a background top-up is on its way, waits for it (bounded).
   std::optional<base::IPAddress> Take(const std::string& pool,
                                       const ::spiderpool::ipam::AllocationRequest& request,
-                                      const std::function<bool(const base::IPAddress&)>& usable);
+                                      const std::function<bool(const base::IPAddress&)>& usable,
+                                      absl::Time deadline);
 
   // For a slow-path mutation (inside the committer, on `state`): reserves more IPs for this
   // node if its block is short. `*reserved` receives what this run reserved (reset on each
@@ -138,11 +141,14 @@ class NodeBlocks {
     std::map<base::IPAddress, ::spiderpool::ipam::AllocationRequest> assigned;
     std::set<base::IPAddress> releasing;  // being given back: never handed out again
     int64_t share = 0;  // the block size last computed by TopUp
+    int topups_in_flight = 0;
     absl::Time last_take = absl::InfinitePast();
     absl::Time first_unflushed = absl::InfiniteFuture();
   };
 
   Block& BlockLocked(const std::string& pool) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Below three quarters of its block: time to top up ahead of demand.
+  bool Low(const Block& b) const;
   void LoadLocked(const std::string& pool, Block& b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   struct SyncWhat {
     bool flush = false;
@@ -160,6 +166,7 @@ class NodeBlocks {
 
   mutable absl::Mutex mu_;
   absl::CondVar wake_;
+  absl::CondVar topped_up_;
   std::map<std::string, Block> blocks_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, absl::Time> written_ ABSL_GUARDED_BY(mu_);  // uid -> noted at
   Stats stats_ ABSL_GUARDED_BY(mu_);

@@ -487,7 +487,7 @@ absl::StatusOr<IpamService::Taken> IpamService::TakeOne(const std::vector<std::s
     const absl::Time wait_until = std::min(deadline, clock_->Now() + absl::Seconds(5));
     absl::Status s;
     while (true) {
-      if (std::optional<Taken> got = TakeReserved(pool, request, &reserved)) return *got;
+      if (std::optional<Taken> got = TakeReserved(pool, request, &reserved, deadline)) return *got;
       Taken got{.pool = pool};
       std::vector<base::IPAddress> topped_up;
       int64_t waitable = 0;
@@ -543,7 +543,7 @@ absl::StatusOr<IpamService::Taken> IpamService::TakeOne(const std::vector<std::s
 
 std::optional<IpamService::Taken> IpamService::TakeReserved(
     const std::string& pool, const sp::AllocationRequest& request,
-    std::optional<std::vector<base::IPRange>>* reserved) {
+    std::optional<std::vector<base::IPRange>>* reserved, absl::Time deadline) {
   if (!blocks_.enabled()) return std::nullopt;
   std::shared_ptr<const api::SpiderIPPool> cached = pool_informer_.store().Get(pool);
   if (cached == nullptr || cached->spec.disable.value_or(false)) return std::nullopt;
@@ -554,7 +554,7 @@ std::optional<IpamService::Taken> IpamService::TakeReserved(
     return std::none_of((*reserved)->begin(), (*reserved)->end(),
                         [&](const base::IPRange& r) { return r.Contains(ip); });
   };
-  std::optional<base::IPAddress> ip = blocks_.Take(pool, request, usable);
+  std::optional<base::IPAddress> ip = blocks_.Take(pool, request, usable, deadline);
   if (!ip.has_value()) return std::nullopt;
   family->ip = *ip;
   return Taken{.pool = pool, .ip = *ip, .family = *family, .from_block = true};

@@ -138,7 +138,8 @@ class IpamService : public IpamBackend {
   // The fast path of TakeOne: an IP this node reserved earlier (blocks.h); nullopt: none.
   std::optional<Taken> TakeReserved(const std::string& pool,
                                     const ::spiderpool::ipam::AllocationRequest& request,
-                                    std::optional<std::vector<base::IPRange>>* reserved);
+                                    std::optional<std::vector<base::IPRange>>* reserved,
+                                    absl::Time deadline);
   // Best-effort undo of `taken` (records of `uid` on those IPs).
   void Undo(const std::vector<Taken>& taken, const std::string& uid, absl::Time deadline);
   absl::Status ReleasePodRecords(const std::vector<std::string>& pools, const std::string& uid,
