@@ -27,31 +27,42 @@ absl::StatusOr<std::map<std::string, T>> ParseStatusMap(const std::optional<std:
                                                         KeyCheck check_key) {
   std::map<std::string, T> out;
   if (!text.has_value() || text->empty()) return out;
-  auto j = base::ParseJson(*text);
-  if (!j.ok()) {
-    return absl::InvalidArgumentError(
-        base::StrCat(path, ": not valid JSON: ", base::FromAbsl(j.status().message())));
-  }
-  if (j->is_null()) return out;
+  // Member by member: a pool's records never exist as one DOM (thousands of them are the
+  // agent's largest transient allocation otherwise).
   DecodeErrors errs;
-  if (!j->is_object()) {
-    errs.Add(std::string(path), "expected a JSON object, got " + codec_internal::Describe(*j));
-    return errs.ToStatus();
-  }
-  for (auto it = j->begin(); it != j->end(); ++it) {
-    std::string key_path = codec_internal::KeyPath(path, it.key());
-    std::string msg = check_key(it.key());
+  absl::Status parsed = base::ForEachJsonMember(*text, [&](std::string key, Json value) {
+    std::string key_path = codec_internal::KeyPath(path, key);
+    std::string msg = check_key(key);
     if (!msg.empty()) errs.Add(key_path, msg);
-    codec_internal::DecodeValue(it.value(), out[it.key()], FieldOpts{}, key_path, &errs);
+    T& slot = out[key];
+    slot = T{};  // a repeated key: the last one wins, as in a DOM
+    codec_internal::DecodeValue(value, slot, FieldOpts{}, key_path, &errs);
+  });
+  if (!parsed.ok()) {
+    const std::string_view m = base::FromAbsl(parsed.message());
+    if (m.rfind("expected a JSON object", 0) == 0) {
+      errs.Add(std::string(path), std::string(m));
+      return errs.ToStatus();
+    }
+    return absl::InvalidArgumentError(base::StrCat(path, ": not valid JSON: ", m));
   }
   if (!errs.ok()) return errs.ToStatus();
   return out;
 }
 
+// The same text as DumpJson(Encode(m)) (keys in map order), one entry's DOM at a time.
 template <typename T>
 std::optional<std::string> SerializeStatusMap(const std::map<std::string, T>& m) {
   if (m.empty()) return std::nullopt;
-  return base::DumpJson(Encode(m));
+  std::string out = "{";
+  for (const auto& [key, value] : m) {
+    if (out.size() > 1) out += ',';
+    out += base::DumpJson(Json(key));
+    out += ':';
+    out += base::DumpJson(Encode(value));
+  }
+  out += '}';
+  return out;
 }
 
 }  // namespace

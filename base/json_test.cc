@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace spiderpool::base {
 namespace {
 
@@ -44,6 +46,38 @@ TEST(Json, ParsesWideObjectsOfObjectsAndKeepsLimits) {
   // Trailing text is an error (strict), as are comments.
   EXPECT_FALSE(ParseJson("[1] x").ok());
   EXPECT_FALSE(ParseJson("[1] // c").ok());
+}
+
+// ForEachJsonMember hands over exactly what ParseJson would hold, member by member.
+TEST(Json, MembersOneAtATimeEqualTheDom) {
+  const std::string text =
+      R"({"a":{"pod":"x","n":[1,2.5,-3,{"d":null}]},"b":"s","c":7,"d":null,"e":[],"f":{},)"
+      R"("g":true,"h":1.25,"i":[[{"j":"k"}]],"a2":{"u":18446744073709551615}})";
+  auto dom = ParseJson(text);
+  ASSERT_TRUE(dom.ok());
+  Json rebuilt = Json::object();
+  std::vector<std::string> order;
+  ASSERT_TRUE(ForEachJsonMember(text, [&](std::string k, Json v) {
+                order.push_back(k);
+                rebuilt[k] = std::move(v);
+              }).ok());
+  EXPECT_EQ(rebuilt, *dom);
+  EXPECT_EQ(order, (std::vector<std::string>{"a", "b", "c", "d", "e", "f", "g", "h", "i", "a2"}));
+
+  int calls = 0;
+  auto count = [&](std::string, Json) { ++calls; };
+  EXPECT_TRUE(ForEachJsonMember("null", count).ok());
+  EXPECT_TRUE(ForEachJsonMember("{}", count).ok());
+  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(ForEachJsonMember("[1]", count).message(), "expected a JSON object, got array");
+  EXPECT_EQ(ForEachJsonMember(R"("s")", count).message(), "expected a JSON object, got string");
+  EXPECT_EQ(ForEachJsonMember("3", count).message(), "expected a JSON object, got number");
+  EXPECT_FALSE(ForEachJsonMember(R"({"a":{"b":1})", count).ok());  // unterminated
+  EXPECT_FALSE(ForEachJsonMember(R"({"a":1} x)", count).ok());     // trailing text
+  std::string deep = "{\"a\":";
+  for (int i = 0; i < kMaxJsonDepth + 1; ++i) deep += "[";
+  EXPECT_EQ(ForEachJsonMember(deep, count).message(),
+            "invalid JSON: nested deeper than 128 levels");
 }
 
 TEST(Json, DumpReplacesInvalidUtf8) {

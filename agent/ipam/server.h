@@ -43,7 +43,7 @@ struct ServerOptions {
   std::string socket_path;
   // Concurrent requests (a waiting ADD holds one). More requests queue in the server (up to
   // max_in_flight), and requests for one pool are written together anyway.
-  int threads = 16;
+  int threads = 10;
   int max_in_flight = 1000;   // beyond this: 429
   absl::Duration request_timeout = absl::Seconds(50);
 };
