@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <vector>
 
 namespace spiderpool::base {
@@ -78,6 +79,38 @@ TEST(Json, MembersOneAtATimeEqualTheDom) {
   for (int i = 0; i < kMaxJsonDepth + 1; ++i) deep += "[";
   EXPECT_EQ(ForEachJsonMember(deep, count).message(),
             "invalid JSON: nested deeper than 128 levels");
+}
+
+// Fuzz-style: byte mutations of a status-map-like document. ForEachJsonMember never crashes and
+// agrees with ParseJson: both accept (and then hold the same members) or both reject.
+TEST(Json, MemberStreamAgreesWithTheDomOnMutatedInput) {
+  const std::string seed =
+      R"({"10.0.0.1":{"pod":"ns/a","podUid":"u1","node":"n1"},"10.0.0.2":{"pod":"","podUid":"",)"
+      R"("node":"n2"},"k":[1,{"x":[true,null,-2.5e3]}],"s":"\u00e9\"q"})";
+  const std::string alphabet = "{}[]:,\"\\ 0123456789.-eEtrufalsn\x00\xff";
+  std::mt19937 rng(20261121);
+  int accepted = 0;
+  for (int i = 0; i < 10000; ++i) {
+    std::string text = seed;
+    for (int edits = 1 + static_cast<int>(rng() % 4); edits > 0 && !text.empty(); --edits) {
+      const size_t at = rng() % text.size();
+      switch (rng() % 3) {
+        case 0: text[at] = alphabet[rng() % alphabet.size()]; break;
+        case 1: text.erase(at, 1 + rng() % 3); break;
+        default: text.insert(at, 1, alphabet[rng() % alphabet.size()]);
+      }
+    }
+    auto dom = ParseJson(text);
+    Json rebuilt = Json::object();
+    absl::Status streamed = ForEachJsonMember(text, [&](std::string k, Json v) { rebuilt[k] = std::move(v); });
+    const bool dom_object = dom.ok() && (dom->is_object() || dom->is_null());
+    ASSERT_EQ(streamed.ok(), dom_object) << text << "\n" << streamed;
+    if (streamed.ok() && dom->is_object()) {
+      ASSERT_EQ(rebuilt, *dom) << text;
+      ++accepted;
+    }
+  }
+  EXPECT_GT(accepted, 100) << "the mutations should leave some documents valid";
 }
 
 TEST(Json, DumpReplacesInvalidUtf8) {
