@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "base/status.h"
 #include "base/strings.h"
 
 namespace spiderpool::base {
@@ -140,50 +141,43 @@ class MemberStream {
   std::optional<nlohmann::detail::json_sax_dom_parser<Json>> member_dom_;
 };
 
+// Runs a SAX parse (strict, no comments) and turns nlohmann's exceptions and the depth guard
+// into a Status; `*complete` is false when a handler stopped the parse.
+template <typename Sax>
+absl::Status RunSax(std::string_view text, Sax& sax, bool* complete) {
+  const absl::Status too_deep = absl::InvalidArgumentError(
+      StrCat("invalid JSON: nested deeper than ", kMaxJsonDepth, " levels"));
+  try {
+    *complete = Json::sax_parse(text.begin(), text.end(), &sax,
+                                nlohmann::detail::input_format_t::json,
+                                /*strict=*/true, /*ignore_comments=*/false);
+  } catch (const Json::exception& e) {
+    if (sax.too_deep()) return too_deep;
+    return absl::InvalidArgumentError(StrCat("invalid JSON: ", e.what()));
+  }
+  if (sax.too_deep()) return too_deep;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ForEachJsonMember(std::string_view text,
                                const std::function<void(std::string key, Json value)>& fn) {
   MemberStream sax(fn);
-  bool ok = false;
-  try {
-    ok = Json::sax_parse(text.begin(), text.end(), &sax, nlohmann::detail::input_format_t::json,
-                         /*strict=*/true, /*ignore_comments=*/false);
-  } catch (const Json::exception& e) {
-    if (sax.too_deep()) {
-      return absl::InvalidArgumentError(
-          StrCat("invalid JSON: nested deeper than ", kMaxJsonDepth, " levels"));
-    }
-    return absl::InvalidArgumentError(StrCat("invalid JSON: ", e.what()));
-  }
-  if (sax.too_deep()) {
-    return absl::InvalidArgumentError(
-        StrCat("invalid JSON: nested deeper than ", kMaxJsonDepth, " levels"));
-  }
+  bool complete = false;
+  SP_RETURN_IF_ERROR(RunSax(text, sax, &complete));
   if (sax.top_type() != nullptr) {
     return absl::InvalidArgumentError(StrCat("expected a JSON object, got ", sax.top_type()));
   }
-  if (!ok) return absl::InvalidArgumentError("invalid JSON");
+  if (!complete) return absl::InvalidArgumentError("invalid JSON");
   return absl::OkStatus();
 }
 
 absl::StatusOr<Json> ParseJson(std::string_view text) {
   Json j;
   DepthLimitedDom sax(j);
-  try {
-    Json::sax_parse(text.begin(), text.end(), &sax, nlohmann::detail::input_format_t::json,
-                    /*strict=*/true, /*ignore_comments=*/false);
-  } catch (const Json::exception& e) {
-    if (sax.too_deep()) {
-      return absl::InvalidArgumentError(
-          StrCat("invalid JSON: nested deeper than ", kMaxJsonDepth, " levels"));
-    }
-    return absl::InvalidArgumentError(StrCat("invalid JSON: ", e.what()));
-  }
-  if (sax.too_deep()) {
-    return absl::InvalidArgumentError(
-        StrCat("invalid JSON: nested deeper than ", kMaxJsonDepth, " levels"));
-  }
+  bool complete = false;
+  SP_RETURN_IF_ERROR(RunSax(text, sax, &complete));
   return j;
 }
 

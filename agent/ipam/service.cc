@@ -210,46 +210,37 @@ IpamService::~IpamService() {
 void IpamService::RegisterMetrics(kube::metrics::Registry& registry) {
   // Names as upstream's agent exposes them (reference §8), plus the group-commit counters.
   registry_ = &registry;
-  metrics_.allocations =
-      &registry.AddCounter("spiderpool_ipam_allocation_counts_total", "IPAM ADD requests").WithLabels();
+  auto counter = [&registry](const char* name, const char* help) -> kube::metrics::Counter& {
+    return registry.AddCounter(name, help).WithLabels();
+  };
+  metrics_.allocations = &counter("spiderpool_ipam_allocation_counts_total", "IPAM ADD requests");
   metrics_.allocation_failures =
-      &registry.AddCounter("spiderpool_ipam_allocation_failure_counts_total", "failed IPAM ADD requests")
-           .WithLabels();
+      &counter("spiderpool_ipam_allocation_failure_counts_total", "failed IPAM ADD requests");
   metrics_.allocation_seconds =
       &registry.AddHistogram("spiderpool_ipam_allocation_duration_seconds", "IPAM ADD duration")
            .WithLabels();
-  metrics_.releases =
-      &registry.AddCounter("spiderpool_ipam_release_counts_total", "IPAM DEL requests").WithLabels();
+  metrics_.releases = &counter("spiderpool_ipam_release_counts_total", "IPAM DEL requests");
   metrics_.release_failures =
-      &registry.AddCounter("spiderpool_ipam_release_failure_counts_total", "failed IPAM DEL requests")
-           .WithLabels();
+      &counter("spiderpool_ipam_release_failure_counts_total", "failed IPAM DEL requests");
   metrics_.release_seconds =
       &registry.AddHistogram("spiderpool_ipam_release_duration_seconds", "IPAM DEL duration")
            .WithLabels();
-  auto& conflicts = registry.AddCounter("spiderpool_ipam_allocation_update_ippool_conflict_counts_total",
-                                        "SpiderIPPool status writes that met a 409 Conflict")
-                        .WithLabels();
-  auto& writes = registry.AddCounter("spiderpool_ipam_ippool_status_writes_total",
-                                     "SpiderIPPool status writes (each may carry many allocations)")
-                     .WithLabels();
-  auto& retries = registry.AddCounter("spiderpool_ipam_ippool_write_retries_total",
-                                      "SpiderIPPool reads/writes retried after 429/5xx/timeouts")
-                      .WithLabels();
-  auto& mutations = registry.AddCounter("spiderpool_ipam_ippool_mutations_total",
-                                        "allocations/releases applied to SpiderIPPool records")
-                        .WithLabels();
-  auto& handouts = registry.AddCounter("spiderpool_ipam_node_reservation_handouts_total",
-                                       "ADDs served from this node's reserved IPs (no pool write)")
-                       .WithLabels();
-  auto& reserved = registry.AddCounter("spiderpool_ipam_node_reservation_reserved_total",
-                                       "IPs this node reserved ahead in SpiderIPPools")
-                       .WithLabels();
-  auto& given_back = registry.AddCounter("spiderpool_ipam_node_reservation_released_total",
-                                         "unused reservations given back to their pools")
-                         .WithLabels();
-  auto& lost = registry.AddCounter("spiderpool_ipam_node_reservation_lost_total",
-                                   "handed-out IPs whose reservation had vanished (an error)")
-                   .WithLabels();
+  auto& conflicts = counter("spiderpool_ipam_allocation_update_ippool_conflict_counts_total",
+                            "SpiderIPPool status writes that met a 409 Conflict");
+  auto& writes = counter("spiderpool_ipam_ippool_status_writes_total",
+                         "SpiderIPPool status writes (each may carry many allocations)");
+  auto& retries = counter("spiderpool_ipam_ippool_write_retries_total",
+                          "SpiderIPPool reads/writes retried after 429/5xx/timeouts");
+  auto& mutations = counter("spiderpool_ipam_ippool_mutations_total",
+                            "allocations/releases applied to SpiderIPPool records");
+  auto& handouts = counter("spiderpool_ipam_node_reservation_handouts_total",
+                           "ADDs served from this node's reserved IPs (no pool write)");
+  auto& reserved = counter("spiderpool_ipam_node_reservation_reserved_total",
+                           "IPs this node reserved ahead in SpiderIPPools");
+  auto& given_back = counter("spiderpool_ipam_node_reservation_released_total",
+                             "unused reservations given back to their pools");
+  auto& lost = counter("spiderpool_ipam_node_reservation_lost_total",
+                       "handed-out IPs whose reservation had vanished (an error)");
   collect_hook_ = registry.AddCollectHook([this, &conflicts, &writes, &retries, &mutations,
                                            &handouts, &reserved, &given_back, &lost] {
     const CommitterStats s = committer_.stats();

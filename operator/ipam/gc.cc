@@ -419,35 +419,13 @@ void IPGarbageCollector::ReleaseReservationsOfGoneNode(const std::string& pool_n
                                                        const std::vector<std::string>& ips) {
   absl::StatusOr<std::shared_ptr<const api::Node>> live = GetOrNull(nodes_, "", node);
   if (!live.ok() || *live != nullptr) return;  // unsure, or the cache lagged: keep them
-  size_t released = 0;
-  absl::Status s = kube::RetryOnConflict(options_.conflict_retry, [&]() -> absl::Status {
-    released = 0;
-    auto pool = pools_.Get("", pool_name);
-    if (!pool.ok()) return kube::IsNotFound(pool.status()) ? absl::OkStatus() : pool.status();
-    auto records = pool->AllocatedIPs();
-    if (!records.ok()) return records.status();
-    for (const std::string& ip : ips) {
-      auto it = records->find(ip);
-      if (it == records->end() || !api::IsNodeReservation(it->second) || *it->second.node != node) {
-        continue;
-      }
-      records->erase(it);
-      ++released;
-    }
-    if (released == 0) return absl::OkStatus();
-    pool->SetAllocatedIPs(*records);
-    if (caches_.reserved_ips != nullptr) {
-      auto counts = ComputePoolCounts(*pool, ReservedRanges(caches_.reserved_ips->store().List()));
-      if (counts.ok()) {
-        pool->status.total_ip_count = counts->total;
-        pool->status.allocated_ip_count = counts->allocated;
-        pool->status.free_ip_count = counts->free;
-      }
-    }
-    auto out = pools_.UpdateStatus(*pool);
-    if (!out.ok() && kube::IsNotFound(out.status())) return absl::OkStatus();
-    return out.status();
-  });
+  const std::set<std::string> wanted(ips.begin(), ips.end());
+  absl::StatusOr<std::vector<std::string>> removed = RemoveRecords(
+      pool_name, [&](const std::string& ip, const api::PoolIPAllocation& rec) {
+        return wanted.count(ip) > 0 && api::IsNodeReservation(rec) && *rec.node == node;
+      });
+  const absl::Status s = removed.status();
+  const size_t released = removed.ok() ? removed->size() : 0;
   if (!s.ok()) {
     SP_LOG(Error).Msg("IP GC: releasing the reservations of a deleted node failed")
         .KV("pool", pool_name).KV("node", node).KV("err", s.ToString());
@@ -465,6 +443,15 @@ void IPGarbageCollector::ReleaseReservationsOfGoneNode(const std::string& pool_n
 absl::StatusOr<std::vector<std::string>> IPGarbageCollector::ReleaseFromPool(
     const std::string& pool_name, const std::string& key,
     const std::map<std::string, std::string>& ip_to_uid) {
+  return RemoveRecords(pool_name, [&](const std::string& ip, const api::PoolIPAllocation& rec) {
+    auto want = ip_to_uid.find(ip);
+    return want != ip_to_uid.end() && rec.pod == key && rec.pod_uid == want->second;
+  });
+}
+
+absl::StatusOr<std::vector<std::string>> IPGarbageCollector::RemoveRecords(
+    const std::string& pool_name,
+    const std::function<bool(const std::string& ip, const api::PoolIPAllocation& rec)>& remove) {
   std::vector<std::string> released;
   absl::Status s = kube::RetryOnConflict(options_.conflict_retry, [&]() -> absl::Status {
     released.clear();
@@ -475,11 +462,13 @@ absl::StatusOr<std::vector<std::string>> IPGarbageCollector::ReleaseFromPool(
     }
     auto records = pool->AllocatedIPs();
     if (!records.ok()) return records.status();
-    for (const auto& [ip, uid] : ip_to_uid) {
-      auto it = records->find(ip);
-      if (it == records->end() || it->second.pod != key || it->second.pod_uid != uid) continue;
-      records->erase(it);
-      released.push_back(ip);
+    for (auto it = records->begin(); it != records->end();) {
+      if (remove(it->first, it->second)) {
+        released.push_back(it->first);
+        it = records->erase(it);
+      } else {
+        ++it;
+      }
     }
     if (released.empty()) return absl::OkStatus();
     pool->SetAllocatedIPs(*records);

@@ -38,6 +38,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <functional>
 #include <set>
 #include <stop_token>
 #include <string>
@@ -130,6 +131,11 @@ class IPGarbageCollector : public kube::Runnable {
   // Frees `node`'s reservations `ips` in `pool` once a live read confirms the node is gone.
   void ReleaseReservationsOfGoneNode(const std::string& pool, const std::string& node,
                                      const std::vector<std::string>& ips);
+  // Removes the records of `pool` that `remove` selects (live read, conflict retries, counts
+  // kept); returns the IPs removed.
+  absl::StatusOr<std::vector<std::string>> RemoveRecords(
+      const std::string& pool,
+      const std::function<bool(const std::string& ip, const api::PoolIPAllocation& rec)>& remove);
   // Removes the (ip -> uid) records of pod `key` from `pool`; returns the IPs removed.
   absl::StatusOr<std::vector<std::string>> ReleaseFromPool(
       const std::string& pool, const std::string& key,
