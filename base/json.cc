@@ -14,7 +14,7 @@ namespace {
 // objects with many object members, e.g. 100 ms for a 5000-record status.allocatedIPs.)
 class DepthLimitedDom {
  public:
-  explicit DepthLimitedDom(Json& result) : dom_(result, /*allow_exceptions_=*/true) {}
+  explicit DepthLimitedDom(Json& result) : dom_(result, /*allow_exceptions_=*/false) {}
   bool too_deep() const { return too_deep_; }
 
   bool null() { return dom_.null(); }
@@ -38,9 +38,11 @@ class DepthLimitedDom {
     return dom_.end_array();
   }
   template <typename Exception>
-  bool parse_error(std::size_t pos, const std::string& token, const Exception& ex) {
-    return dom_.parse_error(pos, token, ex);  // throws ex (allow_exceptions)
+  bool parse_error(std::size_t, const std::string&, const Exception& ex) {
+    error_ = ex.what();  // stops the parse; RunSax turns it into a Status
+    return false;
   }
+  const std::string& error() const { return error_; }
 
  private:
   bool Enter() {
@@ -50,6 +52,7 @@ class DepthLimitedDom {
   nlohmann::detail::json_sax_dom_parser<Json> dom_;
   int depth_ = 0;
   bool too_deep_ = false;
+  std::string error_;
 };
 
 // The members of a top-level object, one at a time: scalars at depth 1 go straight to the
@@ -88,8 +91,10 @@ class MemberStream {
   bool end_array() { return End(/*object=*/false); }
   template <typename Exception>
   bool parse_error(std::size_t, const std::string&, const Exception& ex) {
-    throw ex;
+    error_ = ex.what();  // stops the parse; RunSax turns it into a Status
+    return false;
   }
+  const std::string& error() const { return error_; }
 
  private:
   bool Scalar(Json v, const char* type) {
@@ -117,7 +122,7 @@ class MemberStream {
     }
     if (depth_ == 2) {
       member_ = Json();
-      member_dom_.emplace(member_, /*allow_exceptions_=*/true);
+      member_dom_.emplace(member_, /*allow_exceptions_=*/false);
     }
     return object ? member_dom_->start_object(n) : member_dom_->start_array(n);
   }
@@ -139,23 +144,28 @@ class MemberStream {
   std::string key_;
   Json member_;
   std::optional<nlohmann::detail::json_sax_dom_parser<Json>> member_dom_;
+  std::string error_;
 };
 
-// Runs a SAX parse (strict, no comments) and turns nlohmann's exceptions and the depth guard
-// into a Status; `*complete` is false when a handler stopped the parse.
+// Runs a SAX parse (strict, no comments). The handlers report syntax errors by stopping the
+// parse (nothing of ours throws); the catch is the boundary for whatever nlohmann itself may
+// still throw. `*complete` is false when a handler stopped the parse.
 template <typename Sax>
 absl::Status RunSax(std::string_view text, Sax& sax, bool* complete) {
-  const absl::Status too_deep = absl::InvalidArgumentError(
-      StrCat("invalid JSON: nested deeper than ", kMaxJsonDepth, " levels"));
+  std::string library_error;
   try {
     *complete = Json::sax_parse(text.begin(), text.end(), &sax,
                                 nlohmann::detail::input_format_t::json,
                                 /*strict=*/true, /*ignore_comments=*/false);
   } catch (const Json::exception& e) {
-    if (sax.too_deep()) return too_deep;
-    return absl::InvalidArgumentError(StrCat("invalid JSON: ", e.what()));
+    library_error = e.what();
   }
-  if (sax.too_deep()) return too_deep;
+  if (sax.too_deep()) {
+    return absl::InvalidArgumentError(
+        StrCat("invalid JSON: nested deeper than ", kMaxJsonDepth, " levels"));
+  }
+  if (!sax.error().empty()) return absl::InvalidArgumentError(StrCat("invalid JSON: ", sax.error()));
+  if (!library_error.empty()) return absl::InvalidArgumentError(StrCat("invalid JSON: ", library_error));
   return absl::OkStatus();
 }
 
