@@ -105,7 +105,9 @@ class MemberStream {
     if (depth_ >= 2) {
       if (v.is_null()) return member_dom_->null();
       if (v.is_boolean()) return member_dom_->boolean(v.get<bool>());
-      if (v.is_number_unsigned()) return member_dom_->number_unsigned(v.get<Json::number_unsigned_t>());
+      if (v.is_number_unsigned()) {
+        return member_dom_->number_unsigned(v.get<Json::number_unsigned_t>());
+      }
       return member_dom_->number_integer(v.get<Json::number_integer_t>());
     }
     fn_(std::move(key_), std::move(v));
@@ -164,8 +166,8 @@ absl::Status RunSax(std::string_view text, Sax& sax, bool* complete) {
     return absl::InvalidArgumentError(
         StrCat("invalid JSON: nested deeper than ", kMaxJsonDepth, " levels"));
   }
-  if (!sax.error().empty()) return absl::InvalidArgumentError(StrCat("invalid JSON: ", sax.error()));
-  if (!library_error.empty()) return absl::InvalidArgumentError(StrCat("invalid JSON: ", library_error));
+  const std::string& error = !sax.error().empty() ? sax.error() : library_error;
+  if (!error.empty()) return absl::InvalidArgumentError(StrCat("invalid JSON: ", error));
   return absl::OkStatus();
 }
 
