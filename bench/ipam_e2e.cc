@@ -9,6 +9,8 @@
 //
 //   bazel run -c opt //bench:ipam_e2e -- [--nodes=10] [--pods-per-node=100] [--workers-per-node=10]
 //                                         [--block-size=N (nodeIPBlockSize; 0 = reservations off)]
+//                                         [--pod-lead-ms=N (each pod created N ms before its ADD;
+//                                          default -1: all created before the agents start)]
 //
 // Not a test: numbers go to bench/README.md.
 
@@ -107,6 +109,10 @@ int main(int argc, char** argv) {
   const int workers = Flag(argc, argv, "workers-per-node", 10);
   // nodeIPBlockSize of the agents' conf.yml (-1: the built-in default; 0: node reservations off).
   const int block_size = Flag(argc, argv, "block-size", -1);
+  // When pods are created: -1 = all of them before the agents start (a node whose pods were
+  // scheduled while its agent restarted, or a burst that the kubelets work through); N >= 0 =
+  // each pod N ms before its own ADD (the agent learns of it only just before).
+  const int pod_lead_ms = Flag(argc, argv, "pod-lead-ms", -1);
   const int pods = nodes * per_node;
 
   // Each open watch and each idle keep-alive connection holds a server thread: 10 agents need
@@ -150,22 +156,28 @@ int main(int argc, char** argv) {
     int node;
   };
   std::vector<PodRef> pod_refs;
+  auto create_pod = [&](PodRef& ref) -> absl::Status {
+    api::Pod pod;
+    pod.metadata.name = ref.name;
+    pod.metadata.namespace_ = c.ns();
+    pod.spec.node_name = base::StrCat("node-", ref.node);
+    pod.spec.containers.push_back({.name = "c", .image = "busybox"});
+    auto created = kube::Client<api::Pod>(c.rest()).Create(pod);
+    if (!created.ok()) return created.status();
+    ref.uid = created->metadata.uid;
+    return absl::OkStatus();
+  };
   for (int n = 0; n < nodes; ++n) {
     api::Node node;
     node.metadata.name = base::StrCat("node-", n);
     if (!kube::Client<api::Node>(c.rest()).Create(node).ok()) return 1;
     for (int i = 0; i < per_node; ++i) {
-      api::Pod pod;
-      pod.metadata.name = base::StrCat("pod-", n, "-", i);
-      pod.metadata.namespace_ = c.ns();
-      pod.spec.node_name = node.metadata.name;
-      pod.spec.containers.push_back({.name = "c", .image = "busybox"});
-      auto created = kube::Client<api::Pod>(c.rest()).Create(pod);
-      if (!created.ok()) {
-        std::cerr << created.status() << "\n";
+      pod_refs.push_back({base::StrCat("pod-", n, "-", i), "", n});
+      if (pod_lead_ms >= 0) continue;
+      if (absl::Status s = create_pod(pod_refs.back()); !s.ok()) {
+        std::cerr << s << "\n";
         return 1;
       }
-      pod_refs.push_back({created->metadata.name, created->metadata.uid, n});
     }
   }
 
@@ -247,6 +259,13 @@ int main(int argc, char** argv) {
         threads.emplace_back([&, n, w] {
           for (int i = w; i < per_node; i += workers) {
             const int idx = n * per_node + i;
+            if (command == "ADD" && pod_lead_ms >= 0) {
+              if (absl::Status s = create_pod(pod_refs[idx]); !s.ok()) {
+                failures->fetch_add(1);
+                continue;
+              }
+              absl::SleepFor(absl::Milliseconds(pod_lead_ms));
+            }
             const absl::Time t0 = absl::Now();
             auto r = cni(command, pod_refs[idx]);
             (*latencies)[idx] = absl::ToDoubleMilliseconds(absl::Now() - t0);
@@ -327,6 +346,7 @@ int main(int argc, char** argv) {
       {"pool_ips", pods},
       {"workers_per_node", workers},
       {"node_ip_block_size", block_size},
+      {"pod_lead_ms", pod_lead_ms},
       {"total_add_s", total_add_s},
       {"p50_add_ms", Percentile(add_ms, 0.50)},
       {"p90_add_ms", Percentile(add_ms, 0.90)},

@@ -1,6 +1,7 @@
 #include "agent/ipam/blocks.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "absl/cleanup/cleanup.h"
@@ -24,7 +25,8 @@ bool SameNic(const sp::AllocationRequest& a, const sp::AllocationRequest& b) {
 NodeBlocks::NodeBlocks(std::string node, BlockOptions options, PoolCommitter* committer,
                        Hooks hooks, base::Clock* clock)
     : node_(std::move(node)), options_(options), committer_(committer),
-      hooks_(std::move(hooks)), clock_(clock ? clock : &base::RealClock::Get()) {}
+      hooks_(std::move(hooks)), clock_(clock ? clock : &base::RealClock::Get()),
+      rng_(static_cast<std::minstd_rand::result_type>(std::hash<std::string>{}(node_))) {}
 
 NodeBlocks::~NodeBlocks() { Stop(); }
 
@@ -96,7 +98,7 @@ void NodeBlocks::LoadLocked(const std::string& pool, Block& b) {
 }
 
 bool NodeBlocks::Low(const Block& b) const {
-  return b.share > 0 && static_cast<int64_t>(b.free.size()) * 4 < b.share * 3;
+  return b.share > 0 && static_cast<int64_t>(b.free.size()) * 2 < b.share;
 }
 
 std::optional<base::IPAddress> NodeBlocks::Take(
@@ -150,12 +152,15 @@ void NodeBlocks::TopUp(const std::string& pool, sp::PoolState& state,
     ++unused;
     if (!b.free.count(ip)) reserved->push_back(ip);
   }
-  const absl::uint128 free = state.allocator().FreeCount();
+  const int64_t free = static_cast<int64_t>(
+      std::min<absl::uint128>(state.allocator().FreeCount(), static_cast<uint64_t>(std::numeric_limits<int64_t>::max())));
   const int64_t nodes = static_cast<int64_t>(state.reserving_nodes()) +
                         (state.ReservedFor(node_).empty() ? 1 : 0);
-  const int64_t share = static_cast<int64_t>(
-      std::min<absl::uint128>(free / static_cast<uint64_t>(2 * nodes),
-                              static_cast<uint64_t>(options_.max_block)));
+  // Demand known (pods waiting here): exactly that, so that a pool of "IPs = pods" is shared
+  // out in one write per node instead of ever smaller halves; unknown: a fair part.
+  const int64_t fair = std::min(free / (2 * nodes), options_.max_block);
+  const int64_t waiting = hooks_.waiting_pods ? hooks_.waiting_pods() : 0;
+  const int64_t share = std::max(fair, std::min({waiting, options_.max_block, free}));
   b.share = share;
   const int64_t want = share - unused;
   if (want <= 0) return;
@@ -220,11 +225,24 @@ bool NodeBlocks::Unassign(const std::string& pool, const base::IPAddress& ip,
   auto it = blocks_.find(pool);
   if (it == blocks_.end()) return false;
   Block& b = it->second;
+  // A write turning it into the pod's record is on its way: wait for its outcome.
+  bool was_flushing = false;
+  const absl::Time until = absl::Now() + absl::Seconds(30);  // real time: a real write
+  while (b.flushing.count(ip) && absl::Now() < until) {
+    was_flushing = true;
+    flushed_.WaitWithDeadline(&mu_, until);
+  }
   auto a = b.assigned.find(ip);
-  if (a == b.assigned.end() || a->second.pod_uid != uid) return false;
+  if (a == b.assigned.end() || a->second.pod_uid != uid) return false;  // written
   b.assigned.erase(a);
-  b.free.insert(ip);
   if (b.assigned.empty()) b.first_unflushed = absl::InfiniteFuture();
+  if (was_flushing || b.flushing.count(ip)) {
+    // That write failed, but may have landed (a 500 after the commit): never hand the IP out
+    // again; the caller releases a record that landed, the next release pass the reservation.
+    b.releasing.insert(ip);
+    return false;
+  }
+  b.free.insert(ip);
   return true;
 }
 
@@ -259,7 +277,8 @@ int64_t NodeBlocks::Waitable(const std::string& pool, const sp::PoolState& state
 // topped up ahead of demand (`topup`), free reservations go back (`release`: they leave `free`
 // first so that no Take can hand them out while the write is on its way, and if the write fails
 // they are NOT taken back into use — it may have landed; the next pass tries again).
-absl::Status NodeBlocks::Sync(const std::string& pool, SyncWhat what, absl::Time deadline) {
+absl::Status NodeBlocks::Sync(const std::string& pool, SyncWhat what, absl::Time deadline,
+                              PoolCommitter::OnConflict on_conflict) {
   std::map<base::IPAddress, sp::AllocationRequest> batch;
   std::vector<base::IPAddress> releasing;
   {
@@ -268,6 +287,7 @@ absl::Status NodeBlocks::Sync(const std::string& pool, SyncWhat what, absl::Time
     if (it == blocks_.end()) return absl::OkStatus();
     Block& b = it->second;
     if (what.flush) batch = b.assigned;
+    for (const auto& [ip, req] : batch) ++b.flushing[ip];
     if (what.release) {
       b.releasing.insert(b.free.begin(), b.free.end());
       b.free.clear();
@@ -280,9 +300,14 @@ absl::Status NodeBlocks::Sync(const std::string& pool, SyncWhat what, absl::Time
     ++blocks_[pool].topups_in_flight;
   }
   absl::Cleanup done = [&] {
-    if (!what.topup) return;
     absl::MutexLock l(&mu_);
-    --blocks_[pool].topups_in_flight;
+    Block& b = blocks_[pool];
+    for (const auto& [ip, req] : batch) {
+      if (--b.flushing[ip] == 0) b.flushing.erase(ip);
+    }
+    if (!batch.empty()) flushed_.SignalAll();
+    if (!what.topup) return;
+    --b.topups_in_flight;
     topped_up_.SignalAll();
   };
   std::vector<base::IPAddress> lost, topped_up;
@@ -304,7 +329,7 @@ absl::Status NodeBlocks::Sync(const std::string& pool, SyncWhat what, absl::Time
         if (what.topup) TopUp(pool, book.state, &topped_up, &book.dirty);
         return absl::OkStatus();
       },
-      deadline);
+      deadline, on_conflict);
   if (!s.ok() && !(absl::IsNotFound(s) && !releasing.empty())) return s;
   for (const base::IPAddress& ip : lost) {
     SP_LOG(Error).Msg("an IP handed out from this node's reservation is no longer reserved")
@@ -325,6 +350,10 @@ absl::Status NodeBlocks::Sync(const std::string& pool, SyncWhat what, absl::Time
   return absl::OkStatus();
 }
 
+absl::Duration NodeBlocks::YieldPause() {
+  return absl::Milliseconds(std::uniform_int_distribution<int>(20, 200)(rng_));
+}
+
 void NodeBlocks::Loop(std::stop_token stop) {
   while (!stop.stop_requested()) {
     std::vector<std::pair<std::string, SyncWhat>> due;
@@ -333,6 +362,10 @@ void NodeBlocks::Loop(std::stop_token stop) {
       absl::MutexLock l(&mu_);
       const absl::Time now = clock_->Now();
       for (auto& [pool, b] : blocks_) {
+        if (now < b.retry_at) {  // stepped back after a lost race
+          next = std::min(next, b.retry_at);
+          continue;
+        }
         SyncWhat what;
         if (!b.assigned.empty()) {
           const absl::Time at = std::min(b.last_take + options_.flush_after,
@@ -356,7 +389,25 @@ void NodeBlocks::Loop(std::stop_token stop) {
     }
     bool failed = false;
     for (const auto& [pool, what] : due) {
-      if (absl::Status s = Sync(pool, what, clock_->Now() + absl::Seconds(30)); !s.ok()) {
+      // These writes wait for nobody: on a 409 they step back for a random moment instead of
+      // joining the other losers' immediate retry, unless they have lost too often in a row.
+      int yields = 0;
+      {
+        absl::MutexLock l(&mu_);
+        yields = blocks_[pool].yields_in_a_row;
+      }
+      const auto on_conflict = yields < kMaxYields ? PoolCommitter::OnConflict::kYield
+                                                   : PoolCommitter::OnConflict::kRetry;
+      absl::Status s = Sync(pool, what, clock_->Now() + absl::Seconds(30), on_conflict);
+      absl::MutexLock l(&mu_);
+      Block& b = blocks_[pool];
+      if (absl::IsAborted(s)) {
+        ++b.yields_in_a_row;
+        b.retry_at = clock_->Now() + YieldPause();
+        continue;
+      }
+      b.yields_in_a_row = 0;
+      if (!s.ok()) {
         SP_LOG(Warning).Msg("writing this node's reservations failed; will retry")
             .KV("pool", pool).KV("error", s.ToString());
         failed = true;

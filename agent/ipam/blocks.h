@@ -10,10 +10,13 @@
 //
 //   1. When the agent writes a pool anyway (an ADD found no reserved IP), the same write also
 //      reserves a few more IPs for this node: records {"pod":"","podUid":"","node":"<node>"}.
-//      How many: half of the pool's unreserved free IPs shared among the reserving nodes,
-//      capped at `max_block`; none when the pool is nearly full (then every IP goes straight to
-//      a pod, as before). While pods keep starting and the block is a quarter used, the background
-//      thread tops it up ahead of demand (in the same write as the records of step 3).
+//      How many: what the pods scheduled to this node and still waiting for their ADD need
+//      (Hooks::waiting_pods), capped at `max_block` and at the pool's unreserved free IPs; at
+//      least half of those free IPs shared among the reserving nodes (capped at `max_block`)
+//      when the demand is not known. None when the pool is full (then every IP goes straight
+//      to a pod, as before). While pods keep starting and the block is half used, the
+//      background thread tops it up ahead of demand (in the same write as the records of
+//      step 3).
 //   2. The next ADDs on this node take the lowest reserved IP locally. The pod's SpiderEndpoint
 //      (written before the ADD returns, by the service) is the durable record of the pod↔IP
 //      pairing meanwhile; no other node can take the IP, since the pool says it is this
@@ -35,6 +38,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -78,6 +82,9 @@ class NodeBlocks {
     // Builds a PoolState from a pool object (the service's reserved ranges and limits).
     std::function<absl::StatusOr<::spiderpool::ipam::PoolState>(const api::SpiderIPPool& pool)>
         build;
+    // Optional demand hint: pods scheduled to this node that have no IP yet (their ADD is
+    // still to come). nullptr: unknown (0).
+    std::function<int64_t()> waiting_pods;
   };
 
   NodeBlocks(std::string node, BlockOptions options, PoolCommitter* committer, Hooks hooks,
@@ -122,7 +129,8 @@ class NodeBlocks {
   // to us (other nodes' — they give idle ones back — and ours not handed out yet).
   int64_t Waitable(const std::string& pool, const ::spiderpool::ipam::PoolState& state);
   // Gives `ip` (handed to `uid` by Take and not yet flushed) back to the block. False if it was
-  // not such an IP (it is a pod record now: release it through the committer).
+  // not such an IP: it is (or may be) a pod record now — release it through the committer.
+  // When a background write of it is on its way, waits for that write first (bounded).
   bool Unassign(const std::string& pool, const base::IPAddress& ip, const std::string& uid);
 
   struct Stats {
@@ -140,14 +148,17 @@ class NodeBlocks {
     std::set<base::IPAddress> free;
     std::map<base::IPAddress, ::spiderpool::ipam::AllocationRequest> assigned;
     std::set<base::IPAddress> releasing;  // being given back: never handed out again
+    std::map<base::IPAddress, int> flushing;  // assignments a write is turning into records
     int64_t share = 0;  // the block size last computed by TopUp
     int topups_in_flight = 0;
+    int yields_in_a_row = 0;  // background writes that lost a 409 race and stepped back
+    absl::Time retry_at = absl::InfinitePast();  // after a yield
     absl::Time last_take = absl::InfinitePast();
     absl::Time first_unflushed = absl::InfiniteFuture();
   };
 
   Block& BlockLocked(const std::string& pool) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Below three quarters of its block: time to top up ahead of demand.
+  // Below half of its block: time to top up ahead of demand.
   bool Low(const Block& b) const;
   void LoadLocked(const std::string& pool, Block& b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   struct SyncWhat {
@@ -155,8 +166,14 @@ class NodeBlocks {
     bool topup = false;
     bool release = false;
   };
-  absl::Status Sync(const std::string& pool, SyncWhat what, absl::Time deadline);
+  absl::Status Sync(const std::string& pool, SyncWhat what, absl::Time deadline,
+                    PoolCommitter::OnConflict on_conflict = PoolCommitter::OnConflict::kRetry);
   void Loop(std::stop_token stop);
+  // Background writes that lost a 409 race step back this many times in a row, then retry at
+  // once like an ADD's write (so that a busy pool cannot starve them).
+  static constexpr int kMaxYields = 3;
+  // How long a background write steps back: random, so that the losers spread out.
+  absl::Duration YieldPause() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string node_;
   const BlockOptions options_;
@@ -167,9 +184,11 @@ class NodeBlocks {
   mutable absl::Mutex mu_;
   absl::CondVar wake_;
   absl::CondVar topped_up_;
+  absl::CondVar flushed_;
   std::map<std::string, Block> blocks_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, absl::Time> written_ ABSL_GUARDED_BY(mu_);  // uid -> noted at
   Stats stats_ ABSL_GUARDED_BY(mu_);
+  std::minstd_rand rng_ ABSL_GUARDED_BY(mu_);
   std::jthread keeper_;
 };
 

@@ -21,6 +21,7 @@
 //   Hooks::dirty says whether the batch changed it,
 //   Hooks::store writes it back into the pool object's status.
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -104,11 +105,22 @@ class GroupCommitter {
       : store_(store), hooks_(std::move(hooks)),
         clock_(clock ? clock : &base::RealClock::Get()), conflict_(conflict), retry_(retry) {}
 
+  // How a mutation meets a 409 Conflict.
+  enum class OnConflict {
+    kRetry,  // re-read and re-apply at once (a caller is waiting: an ADD or DEL)
+    // Give up with kAborted when every mutation of the batch says so: background work that
+    // can come back later. Agents that lost the same race and retried together would collide
+    // again (a herd); one that yields leaves the pool to the others and returns at a moment
+    // of its own choosing.
+    kYield,
+  };
+
   // Applies `mutation` to pool `pool` and persists it, together with whatever else is queued
   // for that pool. Returns the mutation's own status, or the error that stopped the write.
-  absl::Status Run(const std::string& pool, Mutation mutation, absl::Time deadline) {
+  absl::Status Run(const std::string& pool, Mutation mutation, absl::Time deadline,
+                   OnConflict on_conflict = OnConflict::kRetry) {
     Slot* slot = SlotFor(pool);
-    Pending pending{std::move(mutation), deadline};
+    Pending pending{std::move(mutation), deadline, on_conflict};
     absl::MutexLock lock(&slot->mu);
     slot->queue.push_back(&pending);
     while (!pending.finished) {
@@ -150,6 +162,7 @@ class GroupCommitter {
   struct Pending {
     Mutation mutation;
     absl::Time deadline;
+    OnConflict on_conflict = OnConflict::kRetry;
     absl::Status result;
     bool finished = false;  // guarded by the slot's mu
   };
@@ -289,6 +302,13 @@ class GroupCommitter {
         // sleep first: the fresh read is the useful work; the jittered sleep only kicks in
         // from the second conflict, to de-synchronise agents that keep colliding).
         CountConflict();
+        if (std::all_of(batch.begin(), batch.end(), [](const Pending* p) {
+              return p == nullptr || p->on_conflict == OnConflict::kYield;
+            })) {
+          FailAll(slot, batch, absl::AbortedError(base::StrCat(
+                                   "SpiderIPPool ", name, " was written meanwhile (409 Conflict)")));
+          return;
+        }
         if (++conflicts_in_a_row > 1) SleepBackoff(conflict_backoff, batch);
         std::optional<api::SpiderIPPool> newer;
         if (hooks_.newer) newer = hooks_.newer(name, current->metadata.resource_version);

@@ -169,6 +169,33 @@ TEST_F(CommitterTest, SurvivesConflictsThrottlingAndServerErrors) {
   EXPECT_GE(conflicts, 3);
 }
 
+// Background work (OnConflict::kYield) steps back from a lost race instead of retrying at
+// once; a caller that waits (kRetry, the default) retries.
+TEST_F(CommitterTest, BackgroundMutationsYieldOnAConflictAndOthersRetry) {
+  if (cluster_->loopback() == nullptr) GTEST_SKIP() << "needs fault injection";
+  const kube::testing::FaultMatch status_writes{.verb = "update", .resource = "spiderippools/status"};
+  KubePoolStore store(cluster_->rest());
+  GroupCommitter<Book> committer(&store, BookHooks());
+  using OnConflict = GroupCommitter<Book>::OnConflict;
+  std::string ip;
+  cluster_->loopback()->FailNext(1, 409, status_writes);
+  absl::Status yielded = committer.Run(pool_name_, Allocate("bg", 5, &ip),
+                                       absl::Now() + absl::Seconds(30), OnConflict::kYield);
+  EXPECT_TRUE(absl::IsAborted(yielded)) << yielded;
+  EXPECT_NE(yielded.message().find("409"), absl::string_view::npos) << yielded;
+  EXPECT_TRUE(Records().empty()) << "a yielded mutation must leave no record";
+  EXPECT_EQ(committer.stats().conflicts, 1);
+
+  cluster_->loopback()->FailNext(1, 409, status_writes);
+  EXPECT_TRUE(committer.Run(pool_name_, Allocate("add", 5, &ip), absl::Now() + absl::Seconds(30)).ok());
+  EXPECT_EQ(committer.stats().conflicts, 2);
+  // Later, without a conflict, the background mutation goes through.
+  std::string bg;
+  EXPECT_TRUE(committer.Run(pool_name_, Allocate("bg", 5, &bg), absl::Now() + absl::Seconds(30),
+                            OnConflict::kYield).ok());
+  EXPECT_EQ(Records().size(), 2u);
+}
+
 TEST_F(CommitterTest, AFailingMutationFailsAloneAndLeavesNoRecord) {
   KubePoolStore store(cluster_->rest());
   GroupCommitter<Book> committer(&store, BookHooks());

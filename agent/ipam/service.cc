@@ -111,7 +111,8 @@ IpamService::IpamService(std::shared_ptr<kube::RestClient> rest, ServiceOptions 
                  return pool_informer_.store().Get(name);
                },
                .endpoint_ips = [this](const std::string& pool) { return EndpointIPs(pool); },
-               .build = [this](const api::SpiderIPPool& pool) { return BuildPool(pool); }},
+               .build = [this](const api::SpiderIPPool& pool) { return BuildPool(pool); },
+               .waiting_pods = [this] { return WaitingPods(); }},
               clock_),
       pods_(rest),
       endpoints_(rest),
@@ -351,6 +352,23 @@ absl::StatusOr<std::optional<api::SpiderEndpoint>> IpamService::FindEndpoint(
   if (fresh.ok()) return std::optional<api::SpiderEndpoint>(*std::move(fresh));
   if (kube::IsNotFound(fresh.status())) return std::optional<api::SpiderEndpoint>();
   return base::Annotate(fresh.status(), base::StrCat("getting SpiderEndpoint ", ns, "/", name));
+}
+
+int64_t IpamService::WaitingPods() const {
+  int64_t n = 0;
+  for (const std::shared_ptr<const api::Pod>& pod : pod_informer_.store().List()) {
+    if (pod->spec.host_network || pod->metadata.IsDeleting() || pod->status.phase == "Succeeded" ||
+        pod->status.phase == "Failed") {
+      continue;
+    }
+    std::shared_ptr<const api::SpiderEndpoint> ep =
+        endpoint_informer_.store().Get(Key(pod->metadata.namespace_, pod->metadata.name));
+    if (ep != nullptr && ep->status.has_value() && ep->status->current.uid == pod->metadata.uid) {
+      continue;
+    }
+    ++n;
+  }
+  return n;
 }
 
 std::vector<const api::SpiderIPPool*> IpamService::PoolSnapshot(

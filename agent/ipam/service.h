@@ -127,6 +127,9 @@ class IpamService : public IpamBackend {
   // This node's SpiderEndpoints' IPs in `pool` (NodeBlocks recovery).
   std::map<base::IPAddress, ::spiderpool::ipam::AllocationRequest> EndpointIPs(
       const std::string& pool) const;
+  // Pods scheduled to this node that have no SpiderEndpoint yet: their ADD is still to come
+  // (NodeBlocks' demand hint).
+  int64_t WaitingPods() const;
   // Writes the unflushed block assignments of `uid` in `pools` as pod records first.
   absl::Status FlushBlocks(const std::vector<std::string>& pools, const std::string& uid,
                            absl::Time deadline);

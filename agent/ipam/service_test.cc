@@ -411,7 +411,11 @@ TEST_P(ServiceTest, ReservationsServeMostAddsAndAreRecordedAndGivenBack) {
   EXPECT_EQ(*ips.begin(), "10.70.0.1/24");  // lowest first, as without reservations
   // Lowest first also across the block: 10.70.0.1 .. 10.70.0.10.
   EXPECT_EQ(*ips.rbegin(), "10.70.0.9/24");  // (string order: .1, .10, .2, ... .9)
-  // Written in the background: no flush by hand, only waiting.
+  // Written in the background: no flush by hand, only waiting — also when the first background
+  // writes lose a race (they step back and come again).
+  if (cluster_->loopback() != nullptr) {
+    cluster_->loopback()->FailNext(2, 409, {.verb = "update", .resource = "spiderippools/status"});
+  }
   auto records_settled = [&] {
     auto p = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", Pool("v4"));
     if (!p.ok()) return false;
@@ -428,6 +432,34 @@ TEST_P(ServiceTest, ReservationsServeMostAddsAndAreRecordedAndGivenBack) {
     ASSERT_TRUE(agent.Release(Del(pod), Deadline()).ok());
   }
   EXPECT_TRUE(Records("v4").empty());
+}
+
+// The agent reserves what the pods waiting on its node need (their ADDs are still to come),
+// not just a fair part of the pool: one write serves them all.
+TEST_P(ServiceTest, ReservationsCoverThePodsWaitingOnTheNode) {
+  if (GetParam() == 0) GTEST_SKIP() << "node reservations are off";
+  // 20 IPs: a fair part would be half of the free ones (9 after the first pod's own IP).
+  CreatePool("v4", "10.71.0.0/24", {"10.71.0.1-10.71.0.20"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
+  std::vector<api::Pod> pods;
+  for (int i = 0; i < 12; ++i) pods.push_back(CreatePod(base::StrCat("w", i), "a"));
+  IpamService& agent = Agent("a");  // its pod cache holds the 12 waiting pods
+  ASSERT_TRUE(agent.Allocate(Add(pods[0]), Deadline()).ok());
+  auto p = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", Pool("v4"));
+  ASSERT_TRUE(p.ok()) << p.status();
+  auto recs = p->AllocatedIPs();
+  ASSERT_TRUE(recs.ok()) << recs.status();
+  int reserved = 0;
+  for (const auto& [ip, rec] : *recs) reserved += api::IsNodeReservation(rec);
+  EXPECT_GE(reserved, 11) << "the first write should reserve for the 11 pods still waiting";
+  EXPECT_LE(reserved, 12);
+  std::set<std::string> ips;
+  for (size_t i = 1; i < pods.size(); ++i) {
+    auto r = agent.Allocate(Add(pods[i]), Deadline());
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(ips.insert(r->ips[0].address).second) << "duplicate " << r->ips[0].address;
+  }
+  EXPECT_EQ(agent.block_stats().taken, 11);
+  EXPECT_EQ(Records("v4").size(), 12u);
 }
 
 // An agent that dies with IPs handed out from its reservations (pods running, records not yet
