@@ -11,6 +11,8 @@
 //                                         [--block-size=N (nodeIPBlockSize; 0 = reservations off)]
 //                                         [--pod-lead-ms=N (each pod created N ms before its ADD;
 //                                          default -1: all created before the agents start)]
+//                                         [--keep-logs=1 (keep the agents' logs; the path goes
+//                                          to stderr)]
 //
 // Not a test: numbers go to bench/README.md.
 
@@ -338,7 +340,11 @@ int main(int argc, char** argv) {
     sum_rss_kb += kb;
   }
   agents.clear();
-  std::filesystem::remove_all(tmp);
+  if (Flag(argc, argv, "keep-logs", 0) != 0) {
+    std::cerr << "agent logs kept in " << tmp << "\n";
+  } else {
+    std::filesystem::remove_all(tmp);
+  }
 
   base::Json out{
       {"nodes", nodes},

@@ -1,15 +1,12 @@
 #pragma once
 // A tiny HTTP/JSON client for the agent's unix socket (agent/ipamapi), bounded by one deadline
-// for the whole plugin invocation: every request gets the time that is left.
+// for the whole plugin invocation: every request gets the time that is left. Boost.Beast over an
+// Asio local socket (header-only): the plugin maps no TLS, compression or HTTP library.
 
+#include <boost/beast/http/verb.hpp>
 #include <chrono>
-#include <memory>
 #include <string>
 #include <string_view>
-
-namespace httplib {
-class ClientImpl;
-}
 
 namespace spiderpool::agent::cni {
 
@@ -26,9 +23,6 @@ class AgentClient {
  public:
   using Clock = std::chrono::steady_clock;
   AgentClient(std::string socket_path, Clock::time_point deadline);
-  ~AgentClient();
-  AgentClient(const AgentClient&) = delete;
-  AgentClient& operator=(const AgentClient&) = delete;
 
   AgentReply Get(std::string_view path);
   AgentReply Post(std::string_view path, const std::string& body);
@@ -37,12 +31,10 @@ class AgentClient {
   const std::string& socket_path() const { return socket_path_; }
 
  private:
-  template <typename F>
-  AgentReply Call(std::string_view what, F&& send);
+  AgentReply Call(boost::beast::http::verb verb, std::string_view path, const std::string* body);
 
   std::string socket_path_;
   Clock::time_point deadline_;
-  std::unique_ptr<httplib::ClientImpl> cli_;
 };
 
 }  // namespace spiderpool::agent::cni

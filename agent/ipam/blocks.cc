@@ -1,6 +1,7 @@
 #include "agent/ipam/blocks.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <utility>
 
@@ -137,8 +138,18 @@ std::optional<base::IPAddress> NodeBlocks::Take(
   return std::nullopt;
 }
 
+int64_t NodeBlocks::WaitingLocked(const Block& b, const std::string& allocating_uid) const {
+  if (!hooks_.waiting_pods) return 0;
+  std::set<std::string> uids = hooks_.waiting_pods();
+  // Served already: handed out here (its endpoint may not be cached yet), or being allocated.
+  for (const auto& [ip, req] : b.assigned) uids.erase(req.pod_uid);
+  uids.erase(allocating_uid);
+  return static_cast<int64_t>(uids.size());
+}
+
 void NodeBlocks::TopUp(const std::string& pool, sp::PoolState& state,
-                       std::vector<base::IPAddress>* reserved, bool* dirty) {
+                       std::vector<base::IPAddress>* reserved, bool* dirty,
+                       const std::string& allocating_uid) {
   reserved->clear();
   if (!enabled()) return;
   absl::MutexLock l(&mu_);
@@ -159,7 +170,7 @@ void NodeBlocks::TopUp(const std::string& pool, sp::PoolState& state,
   // Demand known (pods waiting here): exactly that, so that a pool of "IPs = pods" is shared
   // out in one write per node instead of ever smaller halves; unknown: a fair part.
   const int64_t fair = std::min(free / (2 * nodes), options_.max_block);
-  const int64_t waiting = hooks_.waiting_pods ? hooks_.waiting_pods() : 0;
+  const int64_t waiting = WaitingLocked(b, allocating_uid);
   const int64_t share = std::max(fair, std::min({waiting, options_.max_block, free}));
   b.share = share;
   const int64_t want = share - unused;
@@ -291,8 +302,12 @@ absl::Status NodeBlocks::Sync(const std::string& pool, SyncWhat what, absl::Time
     if (what.release) {
       b.releasing.insert(b.free.begin(), b.free.end());
       b.free.clear();
-      releasing.assign(b.releasing.begin(), b.releasing.end());
     }
+    for (int64_t i = 0; i < what.release_some && !b.free.empty(); ++i) {
+      b.releasing.insert(*b.free.rbegin());
+      b.free.erase(std::prev(b.free.end()));
+    }
+    releasing.assign(b.releasing.begin(), b.releasing.end());
   }
   if (batch.empty() && releasing.empty() && !what.topup) return absl::OkStatus();
   if (what.topup) {
@@ -382,22 +397,36 @@ void NodeBlocks::Loop(std::stop_token stop) {
           const bool tight = cached == nullptr || cached->status.free_ip_count.value_or(1) == 0;
           const absl::Time at =
               b.last_take + (tight ? options_.tight_idle_release : options_.idle_release);
-          if (now >= at) what.release = true; else next = std::min(next, at);
+          if (now >= at) {
+            what.release = true;
+          } else {
+            next = std::min(next, at);
+            // The pool has no unreserved IP left and other nodes may be waiting for one: what
+            // the pods waiting here will not need goes back now, not when this node is idle.
+            const int64_t surplus =
+                static_cast<int64_t>(b.free.size()) - (hooks_.waiting_pods ? WaitingLocked(b) : 0);
+            if (tight && hooks_.waiting_pods && surplus > 0) what.release_some = surplus;
+          }
         }
-        if (what.flush || what.topup || what.release) due.emplace_back(pool, what);
+        if (what.flush || what.topup || what.release || what.release_some > 0) {
+          due.emplace_back(pool, what);
+        }
       }
     }
     bool failed = false;
     for (const auto& [pool, what] : due) {
       // These writes wait for nobody: on a 409 they step back for a random moment instead of
       // joining the other losers' immediate retry, unless they have lost too often in a row.
-      int yields = 0;
+      // Nor does a top-up of a block about to run dry: ADDs would soon wait for it.
+      bool urgent = false;
       {
         absl::MutexLock l(&mu_);
-        yields = blocks_[pool].yields_in_a_row;
+        const Block& b = blocks_[pool];
+        urgent = b.yields_in_a_row >= kMaxYields ||
+                 (what.topup && static_cast<int64_t>(b.free.size()) * 4 < b.share);
       }
-      const auto on_conflict = yields < kMaxYields ? PoolCommitter::OnConflict::kYield
-                                                   : PoolCommitter::OnConflict::kRetry;
+      const auto on_conflict =
+          urgent ? PoolCommitter::OnConflict::kRetry : PoolCommitter::OnConflict::kYield;
       absl::Status s = Sync(pool, what, clock_->Now() + absl::Seconds(30), on_conflict);
       absl::MutexLock l(&mu_);
       Block& b = blocks_[pool];

@@ -82,9 +82,9 @@ class NodeBlocks {
     // Builds a PoolState from a pool object (the service's reserved ranges and limits).
     std::function<absl::StatusOr<::spiderpool::ipam::PoolState>(const api::SpiderIPPool& pool)>
         build;
-    // Optional demand hint: pods scheduled to this node that have no IP yet (their ADD is
-    // still to come). nullptr: unknown (0).
-    std::function<int64_t()> waiting_pods;
+    // Optional demand hint: the UIDs of the pods scheduled to this node that have no
+    // SpiderEndpoint yet (their ADD is still to come). nullptr: unknown.
+    std::function<std::set<std::string>()> waiting_pods;
   };
 
   NodeBlocks(std::string node, BlockOptions options, PoolCommitter* committer, Hooks hooks,
@@ -107,8 +107,10 @@ class NodeBlocks {
   // For a slow-path mutation (inside the committer, on `state`): reserves more IPs for this
   // node if its block is short. `*reserved` receives what this run reserved (reset on each
   // run; the committer may re-run a batch) — hand it to AddReserved() once the write is done.
+  // `allocating_uid`: the pod the same write allocates for (it waits no more).
   void TopUp(const std::string& pool, ::spiderpool::ipam::PoolState& state,
-             std::vector<base::IPAddress>* reserved, bool* dirty);
+             std::vector<base::IPAddress>* reserved, bool* dirty,
+             const std::string& allocating_uid = "");
   void AddReserved(const std::string& pool, const std::vector<base::IPAddress>& ips);
 
   // The slow path wrote a pod record for `uid`: until the endpoint cache surely shows it, a
@@ -161,10 +163,14 @@ class NodeBlocks {
   // Below half of its block: time to top up ahead of demand.
   bool Low(const Block& b) const;
   void LoadLocked(const std::string& pool, Block& b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Pods waiting on this node that `b` has not served yet (the demand hint, 0 if unknown).
+  int64_t WaitingLocked(const Block& b, const std::string& allocating_uid = "") const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   struct SyncWhat {
     bool flush = false;
     bool topup = false;
-    bool release = false;
+    bool release = false;       // every free reservation
+    int64_t release_some = 0;   // or only this many (the highest)
   };
   absl::Status Sync(const std::string& pool, SyncWhat what, absl::Time deadline,
                     PoolCommitter::OnConflict on_conflict = PoolCommitter::OnConflict::kRetry);

@@ -39,7 +39,7 @@ struct IPAMConfig {
   int64_t wait_auto_pool_seconds = 50;
   // IPs a node reserves ahead per pool, so that most ADDs need no pool write
   // (agent/ipam/blocks.h); 0 = off: every ADD writes its record before it returns.
-  int64_t node_ip_block_size = 32;
+  int64_t node_ip_block_size = 64;  // as a Calico block (/26)
 
   template <typename V>
   void Visit(V& v) {

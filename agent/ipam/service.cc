@@ -354,8 +354,8 @@ absl::StatusOr<std::optional<api::SpiderEndpoint>> IpamService::FindEndpoint(
   return base::Annotate(fresh.status(), base::StrCat("getting SpiderEndpoint ", ns, "/", name));
 }
 
-int64_t IpamService::WaitingPods() const {
-  int64_t n = 0;
+std::set<std::string> IpamService::WaitingPods() const {
+  std::set<std::string> uids;
   for (const std::shared_ptr<const api::Pod>& pod : pod_informer_.store().List()) {
     if (pod->spec.host_network || pod->metadata.IsDeleting() || pod->status.phase == "Succeeded" ||
         pod->status.phase == "Failed") {
@@ -366,9 +366,9 @@ int64_t IpamService::WaitingPods() const {
     if (ep != nullptr && ep->status.has_value() && ep->status->current.uid == pod->metadata.uid) {
       continue;
     }
-    ++n;
+    uids.insert(pod->metadata.uid);
   }
-  return n;
+  return uids;
 }
 
 std::vector<const api::SpiderIPPool*> IpamService::PoolSnapshot(
@@ -533,6 +533,9 @@ absl::StatusOr<ipamapi::IpamAddResponse> IpamService::Allocate(const ipamapi::Ip
   if (!out.ok()) {
     SP_LOG(Warning).Msg("IPAM ADD failed").KV("pod", Key(args.pod_namespace, args.pod_name))
         .KV("nic", args.if_name).KV("error", out.status().ToString());
+  } else if (const absl::Duration took = clock_->Now() - start; took > absl::Seconds(1)) {
+    SP_LOG(Warning).Msg("slow IPAM ADD").KV("pod", Key(args.pod_namespace, args.pod_name))
+        .KV("nic", args.if_name).KV("took_ms", absl::ToInt64Milliseconds(took));
   }
   return out;
 }

@@ -129,7 +129,7 @@ class IpamService : public IpamBackend {
       const std::string& pool) const;
   // Pods scheduled to this node that have no SpiderEndpoint yet: their ADD is still to come
   // (NodeBlocks' demand hint).
-  int64_t WaitingPods() const;
+  std::set<std::string> WaitingPods() const;
   // Writes the unflushed block assignments of `uid` in `pools` as pod records first.
   absl::Status FlushBlocks(const std::vector<std::string>& pools, const std::string& uid,
                            absl::Time deadline);

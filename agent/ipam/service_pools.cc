@@ -126,7 +126,7 @@ absl::StatusOr<IpamService::Taken> IpamService::TakeOne(const std::vector<std::s
                   book.state.ReassignUID(request, {a->ip});
               if (r.ok() && r->updated > 0) book.dirty = true;
             }
-            blocks_.TopUp(pool, book.state, &topped_up, &book.dirty);
+            blocks_.TopUp(pool, book.state, &topped_up, &book.dirty, request.pod_uid);
             return absl::OkStatus();
           },
           deadline);
