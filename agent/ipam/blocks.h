@@ -25,7 +25,10 @@
 //      assignment made meanwhile, after `flush_after` without new ones, at most
 //      `max_flush_delay` after the first), and reservations unused for `idle_release` go back
 //      to the pool (after `tight_idle_release` when the pool has no unreserved IP left, so that
-//      other nodes waiting for one get it quickly).
+//      other nodes waiting for one get it quickly; then also at once, while busy, whatever the
+//      pods waiting here will not need). These background writes step back for a random
+//      moment when they lose a 409 race (GroupCommitter::OnConflict::kYield) instead of
+//      retrying together with the other losers; ADDs never do.
 //   4. A restarted agent rebuilds its state from the pool (its reservations) and this node's
 //      SpiderEndpoints (which reservations are pods'), so nothing handed out is lost; a
 //      deleted node's reservations are freed by the controller's GC.
