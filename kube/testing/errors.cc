@@ -49,6 +49,10 @@ Json ApiStatus::ToJson() const {
 std::string Quote(std::string_view s) {
   std::string out = "\"";
   for (char c : s) {
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
     if (c == '"' || c == '\\') out += '\\';
     out += c;
   }

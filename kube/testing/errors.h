@@ -22,7 +22,7 @@ FieldError FieldRequired(std::string_view field, std::string_view detail);
 FieldError FieldForbidden(std::string_view field, std::string_view detail);
 FieldError FieldNotSupported(std::string_view field, std::string_view value_repr,
                              const std::vector<std::string>& supported);
-// `"value"` with Go-style quoting (for Invalid value: messages).
+// `"value"` the way Go's %q prints plain ASCII (quotes, backslashes, newlines escaped).
 std::string Quote(std::string_view s);
 
 // `group_resource`: "pods" / "spiderippools.spiderpool.spidernet.io".

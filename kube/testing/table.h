@@ -6,7 +6,7 @@
 //     g=meta.k8s.io,application/json`) and picks the Table version (or none: plain JSON).
 //   * TableConvertor::ForCustomResource mirrors apiextensions-apiserver's tableconvertor: a
 //     "Name" column, then the CRD version's additionalPrinterColumns (name, type, format,
-//     description, priority; jsonPath evaluated with client-go's JSONPath semantics), or, when
+//     description, priority; jsonPath evaluated by JsonPath, jsonpath.h), or, when
 //     the version declares none, a single "Age" column (type date, .metadata.creationTimestamp).
 //     Cells of type integer/number/boolean keep JSON types, "string" cells print the value like
 //     kubectl's JSONPath printer (maps/arrays as JSON), "date" cells become ages ("5m", "3d").
@@ -16,11 +16,6 @@
 //     objects get the server's default "Name"/"Created At"); every other resource gets Name + Age.
 //   * Rows carry the object as PartialObjectMetadata (includeObject=Metadata, the default), the
 //     full object (includeObject=Object) or null (None).
-//
-// JsonPath supports what printer columns use: `.a.b`, `.a['x.y/z']` (backslash escapes, so
-// `['ipam\.spidernet\.io/app']` is one key, exactly like client-go), `.a[0]`, `.a[-1]`,
-// `.a[*]`, `.a[1:3]`, `.a.*`, and filters `[?(@.type=="Ready")]` (==, !=, <, >, <=, >=,
-// existence). Recursive descent (`..`) and unions (`[0,1]`) are rejected.
 
 #include <functional>
 #include <optional>
@@ -31,36 +26,10 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "base/json.h"
+#include "kube/testing/jsonpath.h"
 
 namespace spiderpool::kube::testing {
 
-class JsonPath {
- public:
-  // `expr` like ".spec.subnet" (an optional surrounding "{...}" is accepted).
-  static absl::StatusOr<JsonPath> Parse(std::string_view expr);
-  // Every value the path selects, in order (missing keys select nothing).
-  std::vector<base::Json> Find(const base::Json& root) const;
-
-  struct Step {
-    enum Kind { kField, kWildcard, kSlice, kFilter } kind = kField;
-    std::string field;  // kField
-    // kSlice: [start:end:step]; `known` flags as in client-go's ArrayNode params.
-    int start = 0, end = 0, step = 1;
-    bool start_known = false, end_known = false, end_derived = false, step_known = false;
-    // kFilter: left path (relative to @), operator ("exists" when none), right operand.
-    std::vector<Step> left;
-    std::string op;
-    std::vector<Step> right_path;  // when the right side is a path
-    base::Json right_literal;      // otherwise
-  };
-
- private:
-  std::vector<Step> steps_;
-};
-
-// The text kubectl's JSONPath printer prints for one value: strings raw, numbers and booleans
-// as Go's fmt does, maps/arrays as compact JSON.
-std::string JsonPathText(const base::Json& value);
 
 // k8s.io/apimachinery/pkg/util/duration.HumanDuration ("45s", "5m10s", "3h", "2d4h", "3y").
 std::string HumanDuration(absl::Duration d);

@@ -52,6 +52,7 @@
 #include "absl/time/time.h"
 #include "base/json.h"
 #include "kube/testing/apiserver.h"
+#include "kube/testing/https_client.h"
 
 namespace spiderpool::kube::testing {
 
@@ -114,22 +115,5 @@ base::Json BuildAdmissionReview(const AdmissionAttributes& attrs, const base::Js
 
 // The status a denial (`response.status`, possibly null) turns into (errors.ToStatusErr).
 ApiStatus WebhookDeniedStatus(std::string_view webhook_name, const base::Json& status);
-
-// A plain HTTPS POST as the webhook client makes it. Errors carry Go-like texts.
-struct HttpsTarget {
-  std::string dial_host;    // where to connect (name or IP)
-  int dial_port = 443;
-  std::string server_name;  // SNI and certificate verification (DNS name or IP)
-  std::string host_header;  // "name.ns.svc:443"
-  std::string path_and_query = "/";
-  std::string ca_pem;       // trusted roots; empty = the system roots
-};
-struct HttpsReply {
-  int status = 0;
-  std::string content_type;
-  std::string body;
-};
-absl::StatusOr<HttpsReply> HttpsPost(const HttpsTarget& target, std::string_view body,
-                                     absl::Time deadline);
 
 }  // namespace spiderpool::kube::testing
