@@ -9,10 +9,25 @@ namespace spiderpool::base {
 
 namespace {
 
+// What both SAX handlers below do with a syntax error: keep its text and stop the parse
+// (RunSax turns it into a Status).
+class SaxErrorSink {
+ public:
+  template <typename Exception>
+  bool parse_error(std::size_t, const std::string&, const Exception& ex) {
+    error_ = ex.what();
+    return false;
+  }
+  const std::string& error() const { return error_; }
+
+ protected:
+  std::string error_;
+};
+
 // nlohmann's DOM builder behind a depth check. (The parser-callback form of Json::parse,
 // used before, rescans the parent object at the end of every child object: quadratic on
 // objects with many object members, e.g. 100 ms for a 5000-record status.allocatedIPs.)
-class DepthLimitedDom {
+class DepthLimitedDom : public SaxErrorSink {
  public:
   explicit DepthLimitedDom(Json& result) : dom_(result, /*allow_exceptions_=*/false) {}
   bool too_deep() const { return too_deep_; }
@@ -37,12 +52,6 @@ class DepthLimitedDom {
     --depth_;
     return dom_.end_array();
   }
-  template <typename Exception>
-  bool parse_error(std::size_t, const std::string&, const Exception& ex) {
-    error_ = ex.what();  // stops the parse; RunSax turns it into a Status
-    return false;
-  }
-  const std::string& error() const { return error_; }
 
  private:
   bool Enter() {
@@ -52,13 +61,12 @@ class DepthLimitedDom {
   nlohmann::detail::json_sax_dom_parser<Json> dom_;
   int depth_ = 0;
   bool too_deep_ = false;
-  std::string error_;
 };
 
 // The members of a top-level object, one at a time: scalars at depth 1 go straight to the
 // callback, objects/arrays are built by a DOM builder of their own and handed over when they
 // close.
-class MemberStream {
+class MemberStream : public SaxErrorSink {
  public:
   explicit MemberStream(const std::function<void(std::string, Json)>& fn) : fn_(fn) {}
   bool too_deep() const { return too_deep_; }
@@ -89,12 +97,6 @@ class MemberStream {
   bool end_object() { return End(/*object=*/true); }
   bool start_array(std::size_t n) { return Start(n, /*object=*/false); }
   bool end_array() { return End(/*object=*/false); }
-  template <typename Exception>
-  bool parse_error(std::size_t, const std::string&, const Exception& ex) {
-    error_ = ex.what();  // stops the parse; RunSax turns it into a Status
-    return false;
-  }
-  const std::string& error() const { return error_; }
 
  private:
   bool Scalar(Json v, const char* type) {
@@ -146,7 +148,6 @@ class MemberStream {
   std::string key_;
   Json member_;
   std::optional<nlohmann::detail::json_sax_dom_parser<Json>> member_dom_;
-  std::string error_;
 };
 
 // Runs a SAX parse (strict, no comments). The handlers report syntax errors by stopping the

@@ -48,12 +48,9 @@ class IpamNodeTest : public ::testing::Test {
     char dir[] = "/tmp/sp-node-XXXXXX";
     ASSERT_NE(::mkdtemp(dir), nullptr);
     tmp_ = dir;
-    if (cluster_->loopback() != nullptr) {
-      kubeconfig_ = tmp_ + "/kubeconfig";
-      ASSERT_TRUE(cluster_->loopback()->WriteKubeconfig(kubeconfig_).ok());
-    } else {
-      kubeconfig_ = std::getenv(kube::testing::kTestKubeconfigEnv);
-    }
+    auto kubeconfig = cluster_->KubeconfigFor(tmp_);
+    ASSERT_TRUE(kubeconfig.ok()) << kubeconfig.status();
+    kubeconfig_ = *kubeconfig;
     auto net = Network::Create();
     ASSERT_TRUE(net.ok()) << net.status();
     net_ = std::move(*net);

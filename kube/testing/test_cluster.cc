@@ -144,4 +144,11 @@ absl::Status TestCluster::ApplyCRDs(const std::string& dir) const {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::string> TestCluster::KubeconfigFor(const std::string& dir) const {
+  if (loopback_ == nullptr) return std::string(std::getenv(kTestKubeconfigEnv));
+  const std::string path = dir + "/kubeconfig";
+  if (absl::Status s = loopback_->WriteKubeconfig(path); !s.ok()) return s;
+  return path;
+}
+
 }  // namespace spiderpool::kube::testing

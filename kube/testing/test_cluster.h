@@ -37,6 +37,9 @@ class TestCluster {
   // nullptr on a real cluster.
   LoopbackApiServer* loopback() const { return loopback_.get(); }
   bool real_cluster() const { return loopback_ == nullptr; }
+  // A kubeconfig path for processes the test starts: the loopback server's, written into
+  // `dir`, or the real cluster's (SPIDERPOOL_TEST_KUBECONFIG).
+  absl::StatusOr<std::string> KubeconfigFor(const std::string& dir) const;
 
   // Creates (or replaces) every CustomResourceDefinition in the YAML files of `dir` and
   // waits (bounded) until each is Established.
