@@ -42,6 +42,7 @@
 #include "agent/ipam/service.h"
 #include "api/core.h"
 #include "base/flags.h"
+#include "base/sigpipe.h"
 #include "kube/rest/client.h"
 #include "base/log.h"
 #include "kube/health/health.h"
@@ -230,6 +231,7 @@ int ExecDraAgent(char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  spiderpool::base::IgnoreSigpipe();
   // The agent is small and long-lived; keep its footprint flat: one malloc arena (per-thread
   // arenas only grow RSS), and the big transient buffers (a pool's status JSON can be
   // hundreds of KB) in their own mappings, returned to the kernel when freed instead of

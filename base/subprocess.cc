@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/sigpipe.h"
 #include "base/strings.h"
 
 extern char** environ;
@@ -117,8 +118,12 @@ absl::StatusOr<ProcessResult> RunProcess(const ProcessOptions& options) {
     drain(out_idx, out[0], result.stdout_data);
     drain(err_idx, err[0], result.stderr_data);
     if (in_idx >= 0 && (fds[in_idx].revents & (POLLOUT | POLLERR | POLLHUP))) {
-      const ssize_t w = ::write(in[1], options.stdin_data.data() + written,
-                                options.stdin_data.size() - written);
+      ssize_t w;
+      {
+        ScopedSigpipeBlock no_sigpipe;  // a child that exits without reading is EPIPE here
+        w = ::write(in[1], options.stdin_data.data() + written,
+                    options.stdin_data.size() - written);
+      }
       if (w > 0) written += static_cast<size_t>(w);
       if (w < 0 && errno != EAGAIN && errno != EINTR) written = options.stdin_data.size();
       if (written >= options.stdin_data.size()) {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "agent/ipamapi/ipamapi.h"
+#include "base/sigpipe.h"
 #include "httplib.h"
 
 namespace {
@@ -94,7 +95,7 @@ Stats Measure(int n, const std::string& path, const std::vector<std::string>& en
 }  // namespace
 
 int main(int argc, char** argv) {
-  signal(SIGPIPE, SIG_IGN);
+  spiderpool::base::IgnoreSigpipe();
   int n = argc > 1 ? std::atoi(argv[1]) : 300;
   std::string plugin = PluginPath(argv[0]);
 

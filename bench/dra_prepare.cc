@@ -31,6 +31,7 @@
 #include "api/spider.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "base/sigpipe.h"
 #include "base/strings.h"
 #include "dra/driver/driver.h"
 #include "dra/kubeletplugin/plugin.h"
@@ -212,4 +213,7 @@ int Run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return Run(argc, argv); }
+int main(int argc, char** argv) {
+  spiderpool::base::IgnoreSigpipe();
+  return Run(argc, argv);
+}

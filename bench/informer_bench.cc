@@ -16,6 +16,7 @@
 
 #include "api/spider.h"
 #include "base/log.h"
+#include "base/sigpipe.h"
 #include "base/strings.h"
 #include "kube/informer/informer.h"
 #include "kube/testing/test_cluster.h"
@@ -63,6 +64,7 @@ sp::base::Json Pool(int i) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  spiderpool::base::IgnoreSigpipe();
   const int n = argc > 1 ? std::atoi(argv[1]) : 10000;
   sp::base::SetLogLevel(sp::base::LogLevel::kWarning);
   auto cluster = sp::kube::testing::TestCluster::Start();

@@ -36,6 +36,7 @@
 #include "api/core.h"
 #include "api/spider.h"
 #include "base/json.h"
+#include "base/sigpipe.h"
 #include "base/strings.h"
 #include "base/subprocess.h"
 #include "kube/rest/client.h"
@@ -106,6 +107,7 @@ struct Agent {
 }  // namespace
 
 int main(int argc, char** argv) {
+  spiderpool::base::IgnoreSigpipe();
   const int nodes = Flag(argc, argv, "nodes", 10);
   const int per_node = Flag(argc, argv, "pods-per-node", 100);
   // ADDs each simulated node runs at once. 1 (10 in flight on the machine): the targets'

@@ -4,10 +4,12 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/sigpipe.h"
 #include "bench/nad_reconcile.h"
 #include "base/log.h"
 
 int main(int argc, char** argv) {
+  spiderpool::base::IgnoreSigpipe();
   const int n = argc > 1 ? std::atoi(argv[1]) : 1000;
   spiderpool::base::SetLogLevel(spiderpool::base::LogLevel::kWarning);
   auto seconds = spiderpool::bench::MeasureSmcToNadSeconds(n);

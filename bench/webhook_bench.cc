@@ -32,6 +32,7 @@
 #include "base/certs.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "base/sigpipe.h"
 #include "base/strings.h"
 #include "bench/nad_reconcile.h"
 #include "httplib.h"
@@ -143,6 +144,7 @@ Json Stats(const std::vector<double>& ms) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  spiderpool::base::IgnoreSigpipe();
   const int requests = argc > 1 ? std::atoi(argv[1]) : 10000;
   const int existing = argc > 2 ? std::atoi(argv[2]) : 1000;
   const int smc_count = argc > 3 ? std::atoi(argv[3]) : 1000;

@@ -26,6 +26,7 @@
 #include "api/spider.h"
 #include "base/flags.h"
 #include "base/log.h"
+#include "base/sigpipe.h"
 #include "base/status.h"
 #include "kube/controller/manager.h"
 #include "kube/informer/informer.h"
@@ -93,6 +94,7 @@ std::unique_ptr<kube::Runnable> InformerRunnable(kube::Informer<T>* informer) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  spiderpool::base::IgnoreSigpipe();
   mallopt(M_ARENA_MAX, 2);
   base::ParseFlags(argc, argv, "spiderpool-controller: the cluster side of Spiderpool");
   const std::string ns = absl::GetFlag(FLAGS_namespace).empty()

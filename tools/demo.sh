@@ -356,7 +356,9 @@ print("    ippool-test:", ", ".join(held) or "none")'
 
 echo "=== CNI DEL pod-b frees its IP; NodeUnprepareResources removes the claim's CDI spec"
 cni DEL pod-b node1
-k delete pod pod-b >/dev/null
+# A pod bound to a node is deleted gracefully (it stays Terminating until its kubelet
+# confirms); the kubelet's final delete is a grace-0 one, sent here in its place.
+k delete pod pod-b --grace-period=0 --force >/dev/null 2>&1
 "$BIN/dra/kubeletplugin/testing/kubelet-standin" --registry-dir="$WORK/node1/plugins_registry" \
   unprepare default dra-demo-0-nic "$CLAIM_UID" >/dev/null
 CLAIMS=()

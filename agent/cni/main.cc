@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "agent/cni/plugin.h"
+#include "base/sigpipe.h"
 
 namespace {
 
@@ -85,6 +86,7 @@ class Watchdog {
 }  // namespace
 
 int main() {
+  spiderpool::base::IgnoreSigpipe();
   namespace cni = spiderpool::agent::cni;
   Watchdog watchdog;
   cni::RunHooks hooks;

@@ -28,6 +28,7 @@
 
 #include "agent/ipamapi/ipamapi.h"
 #include "base/json.h"
+#include "base/sigpipe.h"
 #include "httplib.h"
 
 extern char** environ;
@@ -215,7 +216,7 @@ class PluginExecTest : public ::testing::Test {
       return r;
     }
     // The plugin may exit without reading stdin (VERSION): ignore EPIPE.
-    signal(SIGPIPE, SIG_IGN);
+    spiderpool::base::ScopedSigpipeBlock no_sigpipe;
     size_t off = 0;
     while (off < stdin_text.size()) {
       ssize_t n = write(in[1], stdin_text.data() + off, stdin_text.size() - off);

@@ -14,6 +14,7 @@
 #include <httplib.h>
 
 #include "base/log.h"
+#include "base/sigpipe.h"
 #include "base/status.h"
 #include "base/strings.h"
 
@@ -105,6 +106,7 @@ absl::StatusOr<std::unique_ptr<IpamServer>> IpamServer::Start(ServerOptions opti
   server->socket_id_ = {st.st_dev, st.st_ino};
   auto exited = std::make_shared<std::atomic<bool>>(false);
   server->thread_ = std::thread([s = server.get(), exited] {
+    base::BlockSigpipeOnThisThread();  // inherited by httplib's worker threads
     s->http_->listen_after_bind();
     exited->store(true);
   });

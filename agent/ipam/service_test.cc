@@ -320,6 +320,9 @@ TEST_P(ServiceTest, StatefulSetPodGetsItsIPBackWhenRecreated) {
   sts.metadata.name = "web";
   sts.metadata.namespace_ = ns_;
   sts.spec.replicas = 2;
+  sts.spec.selector = api::LabelSelector{.match_labels = {{"app", "web"}}};
+  sts.spec.template_.metadata.labels["app"] = "web";
+  sts.spec.template_.spec.containers.push_back({.name = "c", .image = "busybox"});
   auto created = statefulsets.Create(sts);
   ASSERT_TRUE(created.ok()) << created.status();
   auto sts_pod = [&](std::string name) {
@@ -343,7 +346,10 @@ TEST_P(ServiceTest, StatefulSetPodGetsItsIPBackWhenRecreated) {
   // The pod is deleted (a rolling restart): its DEL keeps the IP, the StatefulSet wants it.
   ASSERT_TRUE(agent.Release(Del(web1), Deadline()).ok());
   ASSERT_EQ(Records("v4").size(), 2u);
-  ASSERT_TRUE(kube::Client<api::Pod>(cluster_->rest()).Delete(ns_, "web-1").ok());
+  // Deleted for good (grace 0: what the kubelet sends once the containers stopped).
+  ASSERT_TRUE(kube::Client<api::Pod>(cluster_->rest())
+                  .Delete(ns_, "web-1", {.grace_period_seconds = 0})
+                  .ok());
   // Meanwhile "other" is gone and a new pod could take the lowest IP...
   ASSERT_TRUE(agent.Release(Del(other), Deadline()).ok());
   // ...but the re-created web-1 (new UID) gets 10.60.0.2 back.

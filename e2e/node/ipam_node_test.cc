@@ -347,8 +347,12 @@ TEST_F(IpamNodeTest, GarbageCollectorFreesTheIPOfAPodDeletedWhileTheAgentWasDown
   ASSERT_EQ(Cni("ADD", keep, "a").exit_code, 0);
   ASSERT_EQ(Records(pool_, 2).size(), 2u);
   // The agent dies; the pod is deleted meanwhile, so no CNI DEL reaches an agent.
+  // On a real cluster the pod then stays Terminating (no kubelet confirms it): the GC frees
+  // its IP once deletionTimestamp + grace period have passed.
   StopAgent("a");
-  ASSERT_TRUE(kube::Client<api::Pod>(cluster_->rest()).Delete(ns_, "p1").ok());
+  ASSERT_TRUE(kube::Client<api::Pod>(cluster_->rest())
+                  .Delete(ns_, "p1", {.grace_period_seconds = 1})
+                  .ok());
   EXPECT_TRUE(Eventually([&] { return Records(pool_).size() == 1; }))
       << "the controller's GC did not free the deleted pod's IP";
   api::PoolIPAllocations recs = Records(pool_);
@@ -379,6 +383,8 @@ TEST_F(IpamNodeTest, DeploymentPodGetsAnIPFromItsSubnetAutoPool) {
   d.metadata.name = "web";
   d.metadata.namespace_ = ns_;
   d.spec.replicas = 2;
+  d.spec.selector = api::LabelSelector{.match_labels = {{"app", "web"}}};
+  d.spec.template_.metadata.labels["app"] = "web";
   d.spec.template_.metadata.annotations["ipam.spidernet.io/subnet"] =
       base::StrCat(R"({"ipv4":[")", subnet, R"("]})");
   d.spec.template_.spec.containers.push_back({.name = "c", .image = "busybox"});
@@ -389,6 +395,8 @@ TEST_F(IpamNodeTest, DeploymentPodGetsAnIPFromItsSubnetAutoPool) {
   rs.metadata.namespace_ = ns_;
   rs.metadata.owner_references.push_back(api::MakeOwnerReference(*deploy));
   rs.spec.replicas = 2;
+  rs.spec.selector = d.spec.selector;
+  rs.spec.template_ = d.spec.template_;
   auto made_rs = kube::Client<api::ReplicaSet>(cluster_->rest()).Create(rs);
   ASSERT_TRUE(made_rs.ok()) << made_rs.status();
   api::Pod pod;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "base/sigpipe.h"
 #include "base/status.h"
 #include "base/strings.h"
 
@@ -233,6 +234,7 @@ absl::Status Server::Start() {
   }
   s.port = port;
   s.thread = std::jthread([&s] {
+    base::BlockSigpipeOnThisThread();  // inherited by httplib's worker threads
     s.server.listen_after_bind();
     s.listen_returned = true;
   });

@@ -44,9 +44,14 @@ struct Recorder {
   }
 };
 
+// The ConfigMaps these tests create carry this label and the informers select it: a real
+// cluster has ConfigMaps of its own in every namespace (kube-root-ca.crt).
+constexpr char kOurs[] = "informer-test=true";
+
 base::Json ConfigMap(const std::string& ns, const std::string& name, const std::string& v) {
   return {{"apiVersion", "v1"}, {"kind", "ConfigMap"},
-          {"metadata", {{"name", name}, {"namespace", ns}}}, {"data", {{"k", v}}}};
+          {"metadata", {{"name", name}, {"namespace", ns}, {"labels", {{"informer-test", "true"}}}}},
+          {"data", {{"k", v}}}};
 }
 
 struct Fixture {
@@ -70,7 +75,7 @@ TEST(Informer, ListsWatchesAndIndexes) {
   for (int i = 0; i < 25; ++i) f.Create("cm-" + std::to_string(i));
   Recorder rec;
   metrics::Registry registry;
-  Informer<api::ConfigMap> inf(f.cluster->rest(), {.namespace_ = f.cluster->ns(),
+  Informer<api::ConfigMap> inf(f.cluster->rest(), {.namespace_ = f.cluster->ns(), .label_selector = kOurs,
                                                    .page_size = 10, .registry = &registry});
   inf.AddHandlers(rec.Handlers());
   inf.AddIndexer("value", [](const api::ConfigMap& c) {
@@ -99,7 +104,7 @@ TEST(Informer, ResumesAfterADroppedWatchWithoutRelisting) {
   if (f.cluster->loopback() == nullptr) GTEST_SKIP() << "needs fault injection";
   f.Create("a");
   Recorder rec;
-  Informer<api::ConfigMap> inf(f.cluster->rest(), {.namespace_ = f.cluster->ns()});
+  Informer<api::ConfigMap> inf(f.cluster->rest(), {.namespace_ = f.cluster->ns(), .label_selector = kOurs});
   inf.AddHandlers(rec.Handlers());
   std::jthread t([&](std::stop_token s) { inf.Run(s); });
   ASSERT_TRUE(inf.WaitForCacheSync(absl::Seconds(30)));
@@ -121,7 +126,7 @@ TEST(Informer, RelistsOn410AndSeesDeletesThatHappenedMeanwhile) {
   f.Create("goes");
   Recorder rec;
   base::SimulatedClock clock;  // drives the reflector's backoff
-  Informer<api::ConfigMap> inf(f.cluster->rest(), {.namespace_ = f.cluster->ns(),
+  Informer<api::ConfigMap> inf(f.cluster->rest(), {.namespace_ = f.cluster->ns(), .label_selector = kOurs,
                                                    .clock = &clock});
   inf.AddHandlers(rec.Handlers());
   std::jthread t([&](std::stop_token s) { inf.Run(s); });
@@ -157,7 +162,7 @@ TEST(Informer, SkipsObjectsThatDoNotDecode) {
   bad["data"]["k"] = 5;
   ASSERT_TRUE(f.cms->Create(bad).ok());
   metrics::Registry registry;
-  Informer<api::ConfigMap> inf(f.cluster->rest(), {.namespace_ = f.cluster->ns(),
+  Informer<api::ConfigMap> inf(f.cluster->rest(), {.namespace_ = f.cluster->ns(), .label_selector = kOurs,
                                                    .registry = &registry});
   std::jthread t([&](std::stop_token s) { inf.Run(s); });
   ASSERT_TRUE(inf.WaitForCacheSync(absl::Seconds(30)));

@@ -14,6 +14,7 @@
 
 #include "absl/strings/cord.h"
 #include "base/log.h"
+#include "base/sigpipe.h"
 #include "base/status.h"
 #include "base/strings.h"
 #include "httplib.h"
@@ -317,7 +318,13 @@ class RestClient::Impl {
     httplib::Response hres;
     httplib::Error err = httplib::Error::Success;
     last_verify_error = X509_V_OK;
-    bool sent = cli.send(hreq, hres, err);
+    // httplib writes with plain send()/SSL_write(): a connection the server closed (an idle
+    // keep-alive timeout, a restart) must be an error to retry, not a SIGPIPE.
+    bool sent;
+    {
+      base::ScopedSigpipeBlock no_sigpipe;
+      sent = cli.send(hreq, hres, err);
+    }
     a.verify_error = last_verify_error;
     on_stop.reset();
     if (stop.stop_requested()) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/certs.h"
+#include "base/sigpipe.h"
 #include "base/strings.h"
 #include "httplib.h"
 #include "kube/rest/rest_client.h"
@@ -40,6 +41,7 @@ double Run(const kube::Config& config, int threads, int per_thread) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  spiderpool::base::IgnoreSigpipe();
   bool only_fresh = argc > 1;
   auto ca = base::GenerateCA("bench-ca", absl::Hours(1));
   auto serving = base::GenerateServingCert(*ca, "server", {}, {"127.0.0.1"}, absl::Hours(1));

@@ -8,10 +8,17 @@
 #include <future>
 #include <thread>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <openssl/pem.h>
+#include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "base/certs.h"
+#include "base/sigpipe.h"
 #include "gtest/gtest.h"
 #include "kube/rest/testing/fake_http_server.h"
 
@@ -644,6 +651,103 @@ TEST(RestClientTlsTest, PresentsTheClientCertificate) {
   mixed.client_cert_pem = client->cert_pem;
   mixed.client_key_pem = stranger->key_pem;
   EXPECT_FALSE(RestClient::Create(mixed).ok());
+}
+
+// An HTTPS server that completes the TLS handshake, reads one request's headers and then resets
+// the connection (SO_LINGER 0): what a client sees when kube-apiserver restarts or drops a
+// connection. The client's read fails with ECONNRESET and its TLS shutdown (close_notify)
+// then writes to a reset socket: EPIPE, and SIGPIPE unless the client prevents it.
+class ResettingTlsServer {
+ public:
+  explicit ResettingTlsServer(const base::CertAndKey& serving) {
+    ctx_ = SSL_CTX_new(TLS_server_method());
+    X509* cert = tls::ParseCert(serving.cert_pem);
+    EVP_PKEY* key = tls::ParseKey(serving.key_pem);
+    SSL_CTX_use_certificate(ctx_, cert);
+    SSL_CTX_use_PrivateKey(ctx_, key);
+    X509_free(cert);
+    EVP_PKEY_free(key);
+    listen_fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    EXPECT_EQ(listen(listen_fd_, 16), 0);
+    socklen_t len = sizeof addr;
+    getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~ResettingTlsServer() {
+    shutdown(listen_fd_, SHUT_RDWR);
+    close(listen_fd_);
+    thread_.join();
+    SSL_CTX_free(ctx_);
+  }
+  std::string url() const { return base::StrCat("https://127.0.0.1:", port_); }
+  int resets() const { return resets_.load(); }
+
+ private:
+  void Serve() {
+    // This test thread writes to sockets too: it must not die of the client's hang-ups.
+    base::BlockSigpipeOnThisThread();
+    while (true) {
+      int fd = accept(listen_fd_, nullptr, nullptr);
+      if (fd < 0) return;
+      SSL* ssl = SSL_new(ctx_);
+      SSL_set_fd(ssl, fd);
+      if (SSL_accept(ssl) == 1) {
+        std::string got;
+        char buf[4096];
+        while (got.find("\r\n\r\n") == std::string::npos) {
+          int n = SSL_read(ssl, buf, sizeof buf);
+          if (n <= 0) break;
+          got.append(buf, static_cast<size_t>(n));
+        }
+      }
+      linger lg{1, 0};
+      setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+      SSL_free(ssl);
+      close(fd);  // RST
+      resets_.fetch_add(1);
+    }
+  }
+
+  SSL_CTX* ctx_ = nullptr;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::atomic<int> resets_{0};
+  std::thread thread_;
+};
+
+// The process keeps SIGPIPE's default action (the test main ignores it; this test puts the
+// default back): a reset connection must come back as an error, not kill the process.
+TEST(RestClientSigpipeTest, ResetConnectionIsAnErrorWithDefaultSigpipeDisposition) {
+  struct sigaction dfl = {}, old = {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  ASSERT_EQ(sigaction(SIGPIPE, &dfl, &old), 0);
+  auto ca = base::GenerateCA("test-ca", absl::Hours(1));
+  ASSERT_TRUE(ca.ok());
+  auto serving = base::GenerateServingCert(*ca, "server", {}, {"127.0.0.1"}, absl::Hours(1));
+  ASSERT_TRUE(serving.ok());
+  {
+    ResettingTlsServer server(*serving);
+    Config c{.server = server.url(), .ca_pem = ca->cert_pem};
+    c.qps = -1;
+    c.timeout = absl::Seconds(5);
+    std::shared_ptr<RestClient> client = MustCreate(c);
+    for (int i = 0; i < 5; ++i) {
+      absl::StatusOr<Response> r = client->Do({.path = "/api/v1/namespaces"});
+      EXPECT_FALSE(r.ok());
+      EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
+      absl::Status w = client->Watch(
+          "/api/v1/pods", WatchOptions{}, [](WatchEvent) { return true; });
+      EXPECT_FALSE(w.ok());
+    }
+    EXPECT_GE(server.resets(), 10);
+  }
+  sigaction(SIGPIPE, &old, nullptr);
 }
 
 }  // namespace

@@ -18,8 +18,10 @@
 #include "absl/strings/escaping.h"
 #include "base/certs.h"
 #include "base/log.h"
+#include "base/sigpipe.h"
 #include "base/strings.h"
 #include "httplib.h"
+#include "kube/testing/controllers.h"
 #include "kube/testing/core.h"
 #include "kube/testing/errors.h"
 #include "kube/testing/webhook_admission.h"
@@ -133,6 +135,7 @@ class LoopbackApiServer::Impl {
   base::CertAndKey serving;
   std::vector<std::string> tokens;
   std::unique_ptr<internal::Core> core;
+  std::unique_ptr<internal::Controllers> controllers;
   std::shared_ptr<Admission> default_admission;
   std::unique_ptr<httplib::SSLServer> server;
   std::thread listen_thread;
@@ -255,6 +258,7 @@ class LoopbackApiServer::Impl {
     if (stopped) return;
     stopped = true;
     stopping = true;
+    if (controllers) controllers->Stop();
     core->CloseWatches();
     server->stop();
     if (listen_thread.joinable()) listen_thread.join();
@@ -263,7 +267,6 @@ class LoopbackApiServer::Impl {
 
 absl::StatusOr<std::unique_ptr<LoopbackApiServer>> LoopbackApiServer::Start(
     LoopbackOptions options) {
-  std::signal(SIGPIPE, SIG_IGN);
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   if (!options.ca_cert_pem.empty() || !options.ca_key_pem.empty()) {
@@ -298,6 +301,7 @@ absl::StatusOr<std::unique_ptr<LoopbackApiServer>> LoopbackApiServer::Start(
                                     : DefaultSchemaValidatorFactory();
   co.admission = options.admission;
   co.omit_builtin_versions = options.omit_builtin_versions;
+  co.watch_min_request_timeout = options.watch_min_request_timeout;
   impl->core = std::make_unique<internal::Core>(std::move(co));
   if (!options.admission && options.admission_webhooks) {
     // The core owns the plugin and outlives every call into it.
@@ -338,7 +342,8 @@ absl::StatusOr<std::unique_ptr<LoopbackApiServer>> LoopbackApiServer::Start(
   if (!impl->server->is_valid()) return absl::InternalError("cannot set up the TLS server");
   int threads = std::max(options.worker_threads, 4);
   impl->server->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  impl->server->set_keep_alive_timeout(2);
+  impl->server->set_keep_alive_timeout(
+      std::max<time_t>(1, absl::ToInt64Seconds(options.keep_alive_idle_timeout)));
   impl->server->set_keep_alive_max_count(1000);
   Impl* raw = impl.get();
   auto handler = [raw](const httplib::Request& req, httplib::Response& res) {
@@ -365,7 +370,18 @@ absl::StatusOr<std::unique_ptr<LoopbackApiServer>> LoopbackApiServer::Start(
     return absl::UnavailableError(StrCat("cannot bind ", options.host, ":", options.port));
   }
   impl->core->SetServerAddress(StrCat(options.host, ":", impl->port));
-  impl->listen_thread = std::thread([raw] { raw->server->listen_after_bind(); });
+  if (options.run_controllers) {
+    impl->controllers =
+        std::make_unique<internal::Controllers>(impl->core.get(), impl->ca.cert_pem);
+    impl->controllers->Start();
+  }
+  impl->listen_thread = std::thread([raw] {
+    // Inherited by httplib's worker threads: a client that hangs up mid-response (a watch
+    // reader, a kubectl ^C) is an EPIPE there, whatever SIGPIPE's disposition in the process
+    // that embeds the server.
+    base::BlockSigpipeOnThisThread();
+    raw->server->listen_after_bind();
+  });
   // stop() is a no-op until the listener runs: wait for it so Stop() can never hang.
   for (int i = 0; i < 10000 && !impl->server->is_running(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -15,11 +15,13 @@
 //   authentication, NamespaceLifecycle, and CustomResourceDefinitions (registered on create,
 //   validated/pruned through a SchemaValidator, unregistered with their objects on delete).
 //
+// Also modelled because our code and tests depend on them: graceful deletion of pods bound to a
+// node, asynchronous namespace deletion, kube-root-ca.crt and the default ServiceAccount in every
+// namespace, the owner-reference garbage collector (controllers.h), validation of built-in kinds
+// (builtin_validation.h), connections the server ends (idle keep-alive, watch timeouts).
 // Deliberate differences from kube-apiserver (the full list is in README.md): no RBAC (every
-// authenticated user may do everything), no built-in type validation beyond metadata, strategic
-// merge patch is approximated (lists of objects merge by "name"), no server-side apply, no
-// managedFields, no controllers (no GC), no graceful deletion for pods (deletion is immediate
-// unless finalizers are set).
+// authenticated user may do everything), strategic merge patch is approximated (lists of
+// objects merge by "name"), no server-side apply, no managedFields, no workload controllers.
 //
 // Admission webhooks registered in Mutating/ValidatingWebhookConfiguration objects are called
 // over HTTPS (webhook_admission.h). get/list/watch answer meta.k8s.io Tables when the client
@@ -195,6 +197,17 @@ struct LoopbackOptions {
   std::string ca_cert_pem = {};
   std::string ca_key_pem = {};
   bool log_requests = false;
+  // Connection behaviour, short by default so that every test run goes through the client's
+  // reconnect paths (kube-apiserver: 90 s idle keep-alive, --min-request-timeout 1800 s).
+  // An idle keep-alive connection is closed by the server after this long.
+  absl::Duration keep_alive_idle_timeout = absl::Seconds(2);
+  // A watch without timeoutSeconds is ended by the server after a random time in
+  // [min, 2*min]; zero = never.
+  absl::Duration watch_min_request_timeout = absl::Seconds(20);
+  // kube-controller-manager's visible side (controllers.h): kube-root-ca.crt and the default
+  // ServiceAccount in each namespace, namespace deletion, the owner-reference garbage
+  // collector. false = a server alone: namespaces then stay Terminating.
+  bool run_controllers = true;
 };
 
 class LoopbackApiServer {

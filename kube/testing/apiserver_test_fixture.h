@@ -50,6 +50,17 @@ inline Json ConfigMap(const std::string& name, Json labels = Json::object(), Jso
   return j;
 }
 
+// A valid apps/v1 Deployment spec: kube-apiserver requires a selector that matches the pod
+// template's labels and a template with containers.
+inline Json DeploymentSpec(int replicas = 1) {
+  Json labels = {{"app", "web"}};
+  return {{"replicas", replicas},
+          {"selector", {{"matchLabels", labels}}},
+          {"template",
+           {{"metadata", {{"labels", labels}}},
+            {"spec", {{"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}}}};
+}
+
 inline Json Pod(const std::string& name, const std::string& node, Json labels = Json::object()) {
   Json j = {{"apiVersion", "v1"},
             {"kind", "Pod"},
@@ -96,10 +107,15 @@ inline Json Crd(const std::string& group, const std::string& plural, const std::
             {"versions", {version}}}}};
 }
 
+// The server alone: its controllers (kube-root-ca.crt, namespace deletion, garbage collection)
+// write objects of their own, which these tests of the API mechanics would see; they have
+// their own tests (apiserver_lifecycle_test.cc). A test that needs them sets
+// with_controllers_ before Start.
 class ApiServerTest : public ::testing::Test {
  protected:
   void SetUp() override { Start(LoopbackOptions{}); }
   void Start(LoopbackOptions options) {
+    options.run_controllers = with_controllers_;
     client_.reset();
     server_.reset();
     auto s = LoopbackApiServer::Start(std::move(options));
@@ -107,6 +123,7 @@ class ApiServerTest : public ::testing::Test {
     server_ = *std::move(s);
     client_ = std::make_unique<TestClient>(*server_);
   }
+  bool with_controllers_ = false;
   HttpResult MustCreate(const std::string& path, const Json& obj) {
     HttpResult r = client_->Post(path, obj);
     EXPECT_EQ(r.status, 201) << r.raw;

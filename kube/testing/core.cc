@@ -302,6 +302,117 @@ void Core::EmitLocked(ResourceState& rs, std::string type, StoredPtr obj, Stored
     }
   }
   for (const std::shared_ptr<Watcher>& w : rs.watchers) OfferLocked(rs, *w, e);
+  if (event_hook_) event_hook_(e.type, RefLocked(rs, e.obj), e.prev);
+}
+
+ObjectRef Core::RefLocked(const ResourceState& rs, StoredPtr obj) const {
+  ObjectRef r;
+  r.group = rs.group;
+  r.plural = rs.plural;
+  r.namespaced = rs.namespaced;
+  r.version = rs.storage_version.empty() && !rs.versions.empty() ? rs.versions.begin()->first
+                                                                 : rs.storage_version;
+  r.obj = std::move(obj);
+  return r;
+}
+
+std::string ObjectRef::Path() const {
+  std::string p = group.empty() ? StrCat("/api/", version) : StrCat("/apis/", group, "/", version);
+  std::string ns = MetaStr(obj->obj, "namespace");
+  if (namespaced) p += StrCat("/namespaces/", ns);
+  return StrCat(p, "/", plural, "/", MetaStr(obj->obj, "name"));
+}
+
+void Core::SetEventHook(EventHook hook) {
+  std::lock_guard<std::mutex> l(mu_);
+  event_hook_ = std::move(hook);
+}
+
+std::vector<ObjectRef> Core::AllObjects() const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<ObjectRef> out;
+  for (const auto& [k, rs] : resources_) {
+    for (const auto& [key, s] : rs.objects) out.push_back(RefLocked(rs, s));
+  }
+  return out;
+}
+
+std::vector<ObjectRef> Core::DependentsOf(const std::set<std::string>& uids) const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<ObjectRef> out;
+  for (const auto& [k, rs] : resources_) {
+    for (const auto& [key, s] : rs.objects) {
+      auto refs = MetaOf(s->obj).find("ownerReferences");
+      if (refs == MetaOf(s->obj).end() || !refs->is_array()) continue;
+      for (const Json& ref : *refs) {
+        if (ref.is_object() && uids.count(Str(ref, "uid"))) {
+          out.push_back(RefLocked(rs, s));
+          break;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<ObjectRef> Core::NamespaceContents(std::string_view ns) const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<ObjectRef> out;
+  std::string prefix = StrCat(ns, "/");
+  for (const auto& [k, rs] : resources_) {
+    if (!rs.namespaced) continue;
+    for (auto o = rs.objects.lower_bound(prefix);
+         o != rs.objects.end() && o->first.compare(0, prefix.size(), prefix) == 0; ++o) {
+      out.push_back(RefLocked(rs, o->second));
+    }
+  }
+  return out;
+}
+
+std::optional<ObjectRef> Core::GetObject(std::string_view group, std::string_view plural,
+                                         std::string_view ns, std::string_view name) const {
+  std::lock_guard<std::mutex> l(mu_);
+  const ResourceState* rs = FindLocked(group, plural);
+  if (!rs) return std::nullopt;
+  auto it = rs->objects.find(Key(rs->namespaced ? ns : "", name));
+  if (it == rs->objects.end()) return std::nullopt;
+  return RefLocked(*rs, it->second);
+}
+
+std::optional<ResourceInfo> Core::ResourceFor(std::string_view api_version,
+                                              std::string_view kind) const {
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& [k, rs] : resources_) {
+    if (rs.kind != kind) continue;
+    for (const auto& [v, vs] : rs.versions) {
+      if (vs.info.ApiVersion() == api_version) return vs.info;
+    }
+  }
+  return std::nullopt;
+}
+
+void Core::FinalizeNamespace(std::string_view ns) {
+  std::lock_guard<std::mutex> l(mu_);
+  ResourceState* nss = FindLocked("", "namespaces");
+  auto it = nss->objects.find(std::string(ns));
+  if (it == nss->objects.end() || !Deleting(it->second->obj)) return;
+  StoredPtr old = it->second;
+  const Json& spec = old->obj.contains("spec") ? old->obj["spec"] : Json::object();
+  if (spec.is_object() && spec.contains("finalizers") && spec["finalizers"].is_array() &&
+      !spec["finalizers"].empty()) {
+    Json obj = old->obj;
+    Json kept = Json::array();
+    for (const Json& f : obj["spec"]["finalizers"]) {
+      if (f != "kubernetes") kept.push_back(f);
+    }
+    obj["spec"]["finalizers"] = kept;
+    int64_t rv = NextRvLocked();
+    MutableMeta(obj)["resourceVersion"] = std::to_string(rv);
+    StoredPtr s = MakeStored(std::move(obj), old->key, rv);
+    it->second = s;
+    EmitLocked(*nss, "MODIFIED", s, old);
+  }
+  MaybeRemoveNamespaceLocked(ns);
 }
 
 void Core::RemoveLocked(ResourceState& rs, const StoredPtr& cur) {
@@ -319,16 +430,24 @@ void Core::AfterRemoveLocked(ResourceState& rs, const Stored& removed) {
     UnregisterCrdLocked(removed.obj);
     return;
   }
-  if (!rs.namespaced) return;
-  // NamespaceLifecycle: a terminating namespace goes away with its last object.
-  std::string ns = MetaStr(removed.obj, "namespace");
+  if (rs.group.empty() && rs.plural == "namespaces") return;
+  if (rs.namespaced) MaybeRemoveNamespaceLocked(MetaStr(removed.obj, "namespace"));
+}
+
+void Core::MaybeRemoveNamespaceLocked(std::string_view ns) {
   ResourceState* nss = FindLocked("", "namespaces");
-  auto it = nss->objects.find(ns);
+  auto it = nss->objects.find(std::string(ns));
   if (it == nss->objects.end() || !Deleting(it->second->obj) ||
       !Finalizers(it->second->obj).empty()) {
     return;
   }
-  std::string prefix = ns + "/";
+  const Json& obj = it->second->obj;
+  auto spec = obj.find("spec");
+  if (spec != obj.end() && spec->is_object()) {
+    auto f = spec->find("finalizers");
+    if (f != spec->end() && f->is_array() && !f->empty()) return;
+  }
+  std::string prefix = StrCat(ns, "/");
   for (auto& [k, other] : resources_) {
     if (!other.namespaced) continue;
     auto o = other.objects.lower_bound(prefix);
@@ -336,41 +455,6 @@ void Core::AfterRemoveLocked(ResourceState& rs, const Stored& removed) {
   }
   StoredPtr ns_obj = it->second;
   RemoveLocked(*nss, ns_obj);
-}
-
-void Core::DeleteNamespaceContentsLocked(const std::string& ns) {
-  std::string prefix = ns + "/";
-  for (auto& [k, rs] : resources_) {
-    if (!rs.namespaced) continue;
-    std::vector<StoredPtr> victims;
-    for (auto o = rs.objects.lower_bound(prefix);
-         o != rs.objects.end() && o->first.compare(0, prefix.size(), prefix) == 0; ++o) {
-      victims.push_back(o->second);
-    }
-    for (const StoredPtr& v : victims) {
-      if (!Finalizers(v->obj).empty()) {
-        if (Deleting(v->obj)) continue;
-        Json obj = v->obj;
-        Json& m = MutableMeta(obj);
-        m["deletionTimestamp"] = NowRfc3339();
-        m["deletionGracePeriodSeconds"] = 0;
-        m["generation"] = MetaGeneration(obj) + 1;
-        int64_t rv = NextRvLocked();
-        m["resourceVersion"] = std::to_string(rv);
-        StoredPtr s = MakeStored(std::move(obj), v->key, rv);
-        rs.objects[v->key] = s;
-        EmitLocked(rs, "MODIFIED", s, v);
-      } else {
-        // Not through RemoveLocked's namespace check: the caller decides about the namespace.
-        int64_t rv = NextRvLocked();
-        Json final_obj = v->obj;
-        MutableMeta(final_obj)["resourceVersion"] = std::to_string(rv);
-        StoredPtr fin = MakeStored(std::move(final_obj), v->key, rv);
-        rs.objects.erase(v->key);
-        EmitLocked(rs, "DELETED", fin, v);
-      }
-    }
-  }
 }
 
 // ---- watch bookkeeping ----

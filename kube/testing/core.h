@@ -11,12 +11,14 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -118,7 +120,22 @@ struct CoreOptions {
   SchemaValidatorFactory schema_validator_factory = {};
   std::shared_ptr<Admission> admission = {};
   std::vector<std::string> omit_builtin_versions = {};  // "group/version" of built-ins to skip
+  // A watch without timeoutSeconds ends after a random duration in [min, 2*min], as
+  // kube-apiserver's --min-request-timeout does (zero: never).
+  absl::Duration watch_min_request_timeout = absl::ZeroDuration();
 };
+
+// One stored object with the resource it belongs to (for the controllers).
+struct ObjectRef {
+  std::string group, version, plural;  // version: one the resource is served at
+  bool namespaced = true;
+  StoredPtr obj;
+  std::string Path() const;  // "/api/v1/namespaces/ns/pods/name", "/apis/g/v/plural/name"
+};
+
+// Kinds of stored change, for EventHook.
+using EventHook = std::function<void(std::string_view type, const ObjectRef& ref,
+                                     const StoredPtr& prev)>;
 
 class Core {
  public:
@@ -142,6 +159,26 @@ class Core {
   bool WaitForWatches(size_t n, absl::Duration timeout) const;
   void CloseWatches();
   void CompactHistory();
+
+  // Observes every stored change (ADDED/MODIFIED/DELETED) after it is made. Called with the
+  // store locked: the hook may only queue work (the controllers do it on their own thread).
+  void SetEventHook(EventHook hook);
+  // Every served resource's objects: all of them (for a start-up resync).
+  std::vector<ObjectRef> AllObjects() const;
+  // Objects whose metadata.ownerReferences name one of `uids`.
+  std::vector<ObjectRef> DependentsOf(const std::set<std::string>& uids) const;
+  // The namespaced objects stored in `ns`.
+  std::vector<ObjectRef> NamespaceContents(std::string_view ns) const;
+  // The object, if stored.
+  std::optional<ObjectRef> GetObject(std::string_view group, std::string_view plural,
+                                     std::string_view ns, std::string_view name) const;
+  // group/plural of a served apiVersion + kind.
+  std::optional<ResourceInfo> ResourceFor(std::string_view api_version,
+                                          std::string_view kind) const;
+  // The namespace finalizer's last step (PUT namespaces/<ns>/finalize by the namespace
+  // controller): drops "kubernetes" from spec.finalizers; a terminating namespace without
+  // finalizers and contents is then removed.
+  void FinalizeNamespace(std::string_view ns);
 
   // Faults.
   void InjectDelay(absl::Duration delay, FaultMatch match);
@@ -217,13 +254,15 @@ class Core {
   size_t CountOpenLocked() const;  // registered watchers that are not closed
   StoredPtr MakeStored(base::Json obj, std::string key, int64_t rv) const;
   void EmitLocked(ResourceState& rs, std::string type, StoredPtr obj, StoredPtr prev);
+  ObjectRef RefLocked(const ResourceState& rs, StoredPtr obj) const;
+  // A terminating namespace goes away when it is empty and has no finalizers left.
+  void MaybeRemoveNamespaceLocked(std::string_view ns);
   void EnqueueBookmarkLocked(Watcher& w, bool initial_events_end);
   void OfferLocked(const ResourceState& rs, Watcher& w, const Event& e) const;
   bool MatchesLocked(const Watcher& w, const Stored& s) const;
   // Removes an object for good (DELETED event; namespace/CRD side effects).
   void RemoveLocked(ResourceState& rs, const StoredPtr& cur);
   void AfterRemoveLocked(ResourceState& rs, const Stored& removed);
-  void DeleteNamespaceContentsLocked(const std::string& ns);
   void UnregisterCrdLocked(const base::Json& crd);
   std::optional<ApiStatus> ApplyCrdLocked(const base::Json& crd,
                                          const std::map<std::string, SchemaValidator>& validators);
@@ -253,6 +292,8 @@ class Core {
   std::shared_ptr<Admission> admission_;                // guarded by mu_
   std::string server_address_;                          // guarded by mu_
   std::mt19937_64 rng_;                                 // guarded by mu_
+
+  EventHook event_hook_;                                // guarded by mu_
 
   std::mutex faults_mu_;
   std::vector<Fault> faults_;  // guarded by faults_mu_

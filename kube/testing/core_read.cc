@@ -226,6 +226,15 @@ HttpResponse Core::Watch(const HttpRequest& req, const Target& t) {
   int64_t timeout_s = 0;
   if (!timeout.empty() && ParseInt(timeout, &timeout_s) && timeout_s > 0) {
     w->deadline = absl::Now() + absl::Seconds(timeout_s);
+  } else if (options_.watch_min_request_timeout > absl::ZeroDuration()) {
+    // kube-apiserver ends a watch without timeoutSeconds after a random time in
+    // [min-request-timeout, 2 * min-request-timeout], so that clients spread their re-watches.
+    double f;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      f = std::uniform_real_distribution<double>(1.0, 2.0)(rng_);
+    }
+    w->deadline = absl::Now() + options_.watch_min_request_timeout * f;
   }
 
   std::optional<std::string> table = NegotiateTable(req.accept);

@@ -1,5 +1,6 @@
 #include "kube/testing/core_util.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 
@@ -51,6 +52,28 @@ std::vector<std::string> Finalizers(const Json& obj) {
     if (f.is_string()) out.push_back(f.get<std::string>());
   }
   return out;
+}
+
+bool GracePeriodZero(const Json& obj) {
+  const Json& m = MetaOf(obj);
+  auto g = m.find("deletionGracePeriodSeconds");
+  return g == m.end() || !g->is_number_integer() || g->get<int64_t>() == 0;
+}
+
+int64_t PodGracePeriod(const Json& pod, const Json& delete_options) {
+  auto spec = pod.find("spec");
+  if (spec == pod.end() || !spec->is_object() || Str(*spec, "nodeName").empty()) return 0;
+  auto status = pod.find("status");
+  if (status != pod.end() && status->is_object()) {
+    std::string phase = Str(*status, "phase");
+    if (phase == "Succeeded" || phase == "Failed") return 0;
+  }
+  int64_t grace = 30;
+  auto tg = spec->find("terminationGracePeriodSeconds");
+  if (tg != spec->end() && tg->is_number_integer()) grace = tg->get<int64_t>();
+  auto og = delete_options.find("gracePeriodSeconds");
+  if (og != delete_options.end() && og->is_number_integer()) grace = og->get<int64_t>();
+  return std::max<int64_t>(grace, 0);
 }
 
 bool Deleting(const Json& obj) {

@@ -27,6 +27,12 @@ base::Json& MutableMeta(base::Json& obj);
 int64_t MetaGeneration(const base::Json& obj);
 std::vector<std::string> Finalizers(const base::Json& obj);
 bool Deleting(const base::Json& obj);  // metadata.deletionTimestamp is set
+// metadata.deletionGracePeriodSeconds is 0: the last finalizer's removal deletes the object.
+bool GracePeriodZero(const base::Json& obj);
+// The grace period a DELETE gives a pod (kube's pod strategy CheckGracefulDelete): 0 for a pod
+// not bound to a node or already Succeeded/Failed, else DeleteOptions.gracePeriodSeconds,
+// else spec.terminationGracePeriodSeconds, else 30.
+int64_t PodGracePeriod(const base::Json& pod, const base::Json& delete_options);
 // Copy of `j` without the given top-level keys.
 base::Json Without(const base::Json& j, std::initializer_list<std::string_view> keys);
 // `[]string{"a", "b"}`, as Go's %#v prints it in apiserver messages.

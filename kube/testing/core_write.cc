@@ -7,6 +7,7 @@
 
 #include "base/log.h"
 #include "base/strings.h"
+#include "kube/testing/builtin_validation.h"
 #include "kube/testing/core_util.h"
 #include "kube/testing/errors.h"
 #include "kube/testing/resources.h"
@@ -103,6 +104,12 @@ HttpResponse Core::Create(const HttpRequest& req, const Target& t) {
     if (!causes.empty()) {
       return StatusResp(InvalidStatus(t.group, t.info.kind, name, ToFieldErrors(causes)));
     }
+  }
+  // The registry strategy's validation of built-in kinds: after mutating admission, before
+  // validating admission, as in kube-apiserver.
+  if (!t.custom) {
+    std::vector<FieldError> builtin = ValidateBuiltin(t.group, t.plural, obj, nullptr);
+    if (!builtin.empty()) return StatusResp(InvalidStatus(t.group, t.info.kind, name, builtin));
   }
   std::map<std::string, SchemaValidator> crd_validators;
   bool is_crd = IsCrdResource(t.group, t.plural);
@@ -366,6 +373,12 @@ HttpResponse Core::Update(const HttpRequest& req, const Target& t, bool patch) {
         return StatusResp(InvalidStatus(t.group, t.info.kind, t.name, ToFieldErrors(causes)));
       }
     }
+    if (!t.custom && !status_sub) {
+      std::vector<FieldError> builtin = ValidateBuiltin(t.group, t.plural, obj, &oldv);
+      if (!builtin.empty()) {
+        return StatusResp(InvalidStatus(t.group, t.info.kind, t.name, builtin));
+      }
+    }
     std::map<std::string, SchemaValidator> crd_validators;
     if (is_crd && !status_sub) {
       if (auto err = PlanCrd(obj, &crd_validators)) return StatusResp(*err);
@@ -400,8 +413,12 @@ HttpResponse Core::Update(const HttpRequest& req, const Target& t, bool patch) {
       }
     }
     if (Deleting(s->obj) && Finalizers(s->obj).empty()) {
-      // The last finalizer is gone: the object goes away now (MODIFIED, then DELETED).
-      RemoveLocked(*rs, s);
+      if (t.group.empty() && t.plural == "namespaces") {
+        MaybeRemoveNamespaceLocked(t.name);  // also waits for spec.finalizers and contents
+      } else if (!(t.group.empty() && t.plural == "pods") || GracePeriodZero(s->obj)) {
+        // The last finalizer is gone: the object goes away now (MODIFIED, then DELETED).
+        RemoveLocked(*rs, s);
+      }
     }
     return RawJson(200, s->text);
   }
@@ -427,6 +444,12 @@ HttpResponse Core::Delete(const HttpRequest& req, const Target& t) {
                                     {FieldNotSupported("propagationPolicy", Quote(propagation),
                                                        {"Foreground", "Background", "Orphan",
                                                         "nil"})}));
+  }
+  if (!options.contains("gracePeriodSeconds")) {
+    int64_t g = 0;
+    if (std::string q = Param(req, "gracePeriodSeconds"); !q.empty() && ParseInt(q, &g)) {
+      options["gracePeriodSeconds"] = g;
+    }
   }
   std::string pre_uid, pre_rv;
   if (auto p = options.find("preconditions"); p != options.end() && p->is_object()) {
@@ -492,37 +515,55 @@ HttpResponse Core::Delete(const HttpRequest& req, const Target& t) {
     auto it = rs->objects.find(key);
     if (it == rs->objects.end()) return StatusResp(NotFoundStatus(t.group, t.plural, t.name));
     if (it->second->rv != old->rv) continue;  // re-check preconditions against the new state
-    bool has_finalizers = !Finalizers(old->obj).empty();
-    if (has_finalizers || is_ns) {
-      if (Deleting(old->obj)) return RawJson(200, RenderAs(*old, av));
+    const bool is_pod = t.group.empty() && t.plural == "pods";
+    // Graceful deletion (the pod strategy's CheckGracefulDelete): a pod bound to a node that has
+    // not finished gets deletionTimestamp = now + grace and stays until its kubelet (or a
+    // delete with gracePeriodSeconds 0) removes it; unscheduled or finished pods go at once.
+    int64_t grace = 0;
+    if (is_pod) grace = PodGracePeriod(old->obj, options);
+    // propagationPolicy Orphan / Foreground: the garbage collector's finalizers hold the owner
+    // until it has orphaned / deleted the dependents.
+    std::vector<std::string> add_finalizers;
+    if (!Deleting(old->obj)) {
+      if (propagation == "Orphan") add_finalizers.push_back("orphan");
+      if (propagation == "Foreground") add_finalizers.push_back("foregroundDeletion");
+    }
+    std::vector<std::string> finalizers = Finalizers(old->obj);
+    for (const std::string& f : add_finalizers) {
+      if (std::find(finalizers.begin(), finalizers.end(), f) == finalizers.end()) {
+        finalizers.push_back(f);
+      }
+    }
+    const bool has_finalizers = !finalizers.empty();
+    if (has_finalizers || is_ns || grace > 0) {
+      if (Deleting(old->obj)) {
+        // A second delete may only shorten a pod's grace period; 0 removes it (finalizers
+        // permitting).
+        const Json& om = MetaOf(old->obj);
+        int64_t cur = om.contains("deletionGracePeriodSeconds") &&
+                              om["deletionGracePeriodSeconds"].is_number_integer()
+                          ? om["deletionGracePeriodSeconds"].get<int64_t>()
+                          : 0;
+        if (!is_pod || grace >= cur) return RawJson(200, RenderAs(*old, av));
+        if (grace == 0 && !has_finalizers) {
+          RemoveLocked(*rs, old);
+          return RawJson(200, RenderAs(*old, av));
+        }
+      }
       Json obj = old->obj;
       Json& m = MutableMeta(obj);
-      m["deletionTimestamp"] = NowRfc3339();
-      m["deletionGracePeriodSeconds"] = 0;
-      m["generation"] = MetaGeneration(obj) + 1;
+      m["deletionTimestamp"] = absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", clock_->Now() + absl::Seconds(grace), absl::UTCTimeZone());
+      m["deletionGracePeriodSeconds"] = grace;
+      if (!add_finalizers.empty()) m["finalizers"] = finalizers;
+      if (!Deleting(old->obj)) m["generation"] = MetaGeneration(obj) + 1;
       if (is_ns) obj["status"] = {{"phase", "Terminating"}};
       int64_t new_rv = NextRvLocked();
       m["resourceVersion"] = std::to_string(new_rv);
       StoredPtr s = MakeStored(std::move(obj), key, new_rv);
       it->second = s;
       EmitLocked(*rs, "MODIFIED", s, old);
-      std::string out = RenderAs(*s, av);
-      if (is_ns) {
-        DeleteNamespaceContentsLocked(t.name);
-        // Empty and without finalizers: gone now (AfterRemoveLocked handles the rest later).
-        bool empty = true;
-        std::string prefix = t.name + "/";
-        for (auto& [k, other] : resources_) {
-          if (!other.namespaced) continue;
-          auto o = other.objects.lower_bound(prefix);
-          if (o != other.objects.end() && o->first.compare(0, prefix.size(), prefix) == 0) {
-            empty = false;
-            break;
-          }
-        }
-        if (empty && !has_finalizers) RemoveLocked(*rs, s);
-      }
-      return RawJson(200, out);
+      // The namespace controller deletes the contents and finalizes the namespace.
+      return RawJson(200, RenderAs(*s, av));
     }
     RemoveLocked(*rs, old);
     if (t.custom || (t.group.empty() && t.plural == "pods")) {

@@ -1,5 +1,7 @@
 #include "kube/testing/errors.h"
 
+#include <algorithm>
+
 #include "base/strings.h"
 
 namespace spiderpool::kube::testing {
@@ -136,12 +138,17 @@ ApiStatus InvalidStatus(std::string_view group, std::string_view kind, std::stri
   s.code = 422;
   s.reason = "Invalid";
   std::string qualified = group.empty() ? std::string(kind) : StrCat(kind, ".", group);
+  // field.ErrorList.ToAggregate: the message lists each distinct error once (causes keep all).
   std::string agg;
-  for (size_t i = 0; i < errors.size(); ++i) {
-    if (i) agg += ", ";
-    agg += errors[i].field.empty() ? errors[i].body : StrCat(errors[i].field, ": ", errors[i].body);
+  std::vector<std::string> seen;
+  for (const FieldError& e : errors) {
+    std::string msg = e.field.empty() ? e.body : StrCat(e.field, ": ", e.body);
+    if (std::find(seen.begin(), seen.end(), msg) != seen.end()) continue;
+    if (!seen.empty()) agg += ", ";
+    agg += msg;
+    seen.push_back(std::move(msg));
   }
-  if (errors.size() > 1) agg = StrCat("[", agg, "]");
+  if (seen.size() > 1) agg = StrCat("[", agg, "]");
   s.message = StrCat(qualified, " ", Quote(name), " is invalid: ", agg);
   s.name = name;
   s.group = group;

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "base/log.h"
+#include "base/sigpipe.h"
 #include "base/strings.h"
 #include "kube/testing/apiserver.h"
 
@@ -35,6 +36,7 @@ bool ParseIntFlag(const std::string& s, int* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  spiderpool::base::IgnoreSigpipe();
   using spiderpool::kube::testing::LoopbackApiServer;
   using spiderpool::kube::testing::LoopbackOptions;
   LoopbackOptions options;

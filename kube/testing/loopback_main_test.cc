@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <chrono>
 #include <filesystem>
+#include <thread>
 #include <fstream>
 #include <sstream>
 
@@ -89,9 +91,16 @@ TEST(LoopbackMain, StartsWritesKubeconfigAndStops) {
                         {{"metadata", {{"name", "demo"}}}})
                 .status,
             201);
-  HttpResult list = client.Get("/api/v1/namespaces/default/configmaps");
-  ASSERT_EQ(list.status, 200);
-  EXPECT_EQ(list.body["items"].size(), 1u);
+  HttpResult got = client.Get("/api/v1/namespaces/default/configmaps/demo");
+  EXPECT_EQ(got.status, 200);
+  // The binary runs the controllers too: the namespace's kube-root-ca.crt appears.
+  bool published = false;
+  for (int i = 0; i < 200 && !published; ++i) {
+    published =
+        client.Get("/api/v1/namespaces/default/configmaps/kube-root-ca.crt").status == 200;
+    if (!published) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(published);
   TestClient wrong("127.0.0.1", port, ca, "nope");
   EXPECT_EQ(wrong.Get("/api").status, 401);
 

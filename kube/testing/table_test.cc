@@ -291,6 +291,7 @@ class TableServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     LoopbackOptions o;
+    o.run_controllers = false;  // only the objects the tests write (no kube-root-ca.crt)
     o.clock = &clock_;
     o.bookmark_interval = absl::Hours(1);
     auto s = LoopbackApiServer::Start(o);

@@ -183,6 +183,9 @@ class WebhookTest : public ::testing::Test {
   }
 
   void Start(LoopbackOptions options) {
+    // No controllers: their own writes (kube-root-ca.crt in each namespace) would be admitted
+    // too and show up in the webhook's call counts.
+    options.run_controllers = false;
     client_.reset();
     server_.reset();
     auto s = LoopbackApiServer::Start(std::move(options));
@@ -438,8 +441,12 @@ TEST_F(WebhookTest, RulesThatDoNotMatchAreNotCalled) {
 
   // The main resource does not match "deployments/status"; the subresource does.
   const std::string deploys = "/apis/apps/v1/namespaces/default/deployments";
-  ASSERT_EQ(client_->Post(deploys, {{"metadata", {{"name", "d"}}}, {"spec", Json::object()}}).status,
-            201);
+  Json labels = {{"app", "d"}};
+  Json spec = {{"selector", {{"matchLabels", labels}}},
+               {"template",
+                {{"metadata", {{"labels", labels}}},
+                 {"spec", {{"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}}}};
+  ASSERT_EQ(client_->Post(deploys, {{"metadata", {{"name", "d"}}}, {"spec", spec}}).status, 201);
   EXPECT_EQ(hook_->calls(), 1);
   ASSERT_EQ(client_->Patch(deploys + "/d/status", {{"status", {{"replicas", 1}}}}).status, 200);
   ASSERT_EQ(hook_->calls(), 2);
@@ -739,16 +746,17 @@ TEST_F(WebhookTest, InvalidResponses) {
   });
   expect_call_error(
       "received invalid webhook response: validating webhook may not return response.patch");
-  // admissionReviewVersions without v1/v1beta1 is a call error (failurePolicy applies).
+  // admissionReviewVersions without v1/v1beta1 cannot be stored (kube-apiserver's validation;
+  // configurations from before that rule fail at call time, failurePolicy applies).
   hook_->set_handler(nullptr);
   auto cfg = server_->Call("GET", std::string(kValidatingPath) + "/bad").body;
   cfg["webhooks"][0]["admissionReviewVersions"] = {"v2"};
-  ASSERT_EQ(server_->Call("PUT", std::string(kValidatingPath) + "/bad", cfg).code, 200);
-  int calls = hook_->calls();
-  expect_call_error(
-      "could not create admission objects: webhook does not accept known AdmissionReview "
-      "versions (v1, v1beta1)");
-  EXPECT_EQ(hook_->calls(), calls);
+  auto rejected = server_->Call("PUT", std::string(kValidatingPath) + "/bad", cfg);
+  EXPECT_EQ(rejected.code, 422);
+  EXPECT_EQ(rejected.body["message"],
+            "ValidatingWebhookConfiguration.admissionregistration.k8s.io \"bad\" is invalid: "
+            "webhooks[0].admissionReviewVersions: Invalid value: [\"v2\"]: must include at least "
+            "one of v1, v1beta1");
   // v1beta1 reviews are sent when that is the only version offered.
   cfg = server_->Call("GET", std::string(kValidatingPath) + "/bad").body;
   cfg["webhooks"][0]["admissionReviewVersions"] = {"v1beta1"};
@@ -758,16 +766,30 @@ TEST_F(WebhookTest, InvalidResponses) {
 }
 
 TEST_F(WebhookTest, DryRunAndSideEffects) {
+  // admissionregistration.k8s.io/v1 only accepts webhooks without side effects (the ones that
+  // would refuse a dry run, Some/Unknown, date from v1beta1).
+  Json cfg = {{"metadata", {{"name", "se"}}},
+              {"webhooks",
+               {Webhook("se.example.com", ServiceConfig("/se"), {ConfigMapRule()},
+                        {{"sideEffects", "Some"}})}}};
+  auto refused = server_->Call("POST", kValidatingPath, cfg);
+  EXPECT_EQ(refused.code, 422);
+  EXPECT_EQ(refused.body["message"],
+            "ValidatingWebhookConfiguration.admissionregistration.k8s.io \"se\" is invalid: "
+            "webhooks[0].sideEffects: Unsupported value: \"Some\": supported values: \"None\", "
+            "\"NoneOnDryRun\"");
   Register(kValidatingPath, "se",
            {Webhook("se.example.com", ServiceConfig("/se"), {ConfigMapRule()},
-                    {{"sideEffects", "Some"}})});
+                    {{"sideEffects", "NoneOnDryRun"}})});
+  // A dry run calls the webhook with dryRun=true and stores nothing.
   HttpResult r = client_->Post(std::string(kCmPath) + "?dryRun=All", ConfigMap("cm"));
-  EXPECT_EQ(r.status, 400) << r.raw;
-  EXPECT_EQ(r.body["message"], "admission webhook \"se.example.com\" does not support dry run");
-  EXPECT_EQ(hook_->calls(), 0);
+  EXPECT_EQ(r.status, 201) << r.raw;
+  EXPECT_EQ(hook_->calls(), 1);
+  EXPECT_EQ(hook_->last()["request"]["dryRun"], true);
+  EXPECT_EQ(client_->Get(std::string(kCmPath) + "/cm").status, 404);
   // Without dryRun the webhook is called as usual.
   EXPECT_EQ(client_->Post(kCmPath, ConfigMap("cm")).status, 201);
-  EXPECT_EQ(hook_->calls(), 1);
+  EXPECT_EQ(hook_->calls(), 2);
   EXPECT_EQ(hook_->last()["request"]["dryRun"], false);
 }
 

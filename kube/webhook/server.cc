@@ -13,6 +13,7 @@
 
 #include "api/codec.h"
 #include "base/log.h"
+#include "base/sigpipe.h"
 #include "base/status.h"
 #include "base/strings.h"
 #include "httplib.h"
@@ -363,7 +364,10 @@ absl::Status AdmissionServer::Start() {
   if (port <= 0) {
     return absl::UnavailableError(StrCat("cannot bind ", options_.host, ":", options_.port));
   }
-  listener->thread = std::thread([s = &srv] { s->listen_after_bind(); });
+  listener->thread = std::thread([s = &srv] {
+    base::BlockSigpipeOnThisThread();  // inherited by httplib's worker threads
+    s->listen_after_bind();
+  });
   // stop() is a no-op until the listener runs: wait for it so Stop() can never hang.
   for (int i = 0; i < 10000 && !srv.is_running(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <utility>
 
+#include "base/sigpipe.h"
 #include "base/status.h"
 #include "base/strings.h"
 
@@ -110,7 +111,7 @@ absl::StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& argv,
     close(in_fd);
     in_fd = -1;
   }
-  signal(SIGPIPE, SIG_IGN);
+  base::ScopedSigpipeBlock no_sigpipe;  // the child may exit without reading stdin
   bool out_open = true, err_open = true;
   while (out_open || err_open || in_fd >= 0) {
     pollfd fds[3];

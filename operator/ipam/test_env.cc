@@ -176,7 +176,9 @@ absl::StatusOr<api::Pod> TestEnv::SetPodPhase(const std::string& name, const std
 }
 
 absl::Status TestEnv::DeletePod(const std::string& name) {
-  absl::Status s = kube::Client<api::Pod>(rest_).Delete(ns(), name);
+  // As the kubelet's last delete once the containers stopped: a plain DELETE of a pod bound
+  // to a node only starts its graceful termination.
+  absl::Status s = kube::Client<api::Pod>(rest_).Delete(ns(), name, {.grace_period_seconds = 0});
   return kube::IsNotFound(s) ? absl::OkStatus() : s;
 }
 

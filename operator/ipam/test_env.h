@@ -71,6 +71,7 @@ class TestEnv {
   // Sets status.phase (and, for Succeeded/Failed, a container finishedAt of `finished_at`).
   absl::StatusOr<api::Pod> SetPodPhase(const std::string& name, const std::string& phase,
                                        absl::Time finished_at = absl::Now());
+  // Deletes the pod for good: gracePeriodSeconds 0, as the kubelet once the containers stopped.
   absl::Status DeletePod(const std::string& name);
   // Removes kHoldFinalizer (the pod is then gone if it was being deleted).
   absl::Status ReleasePod(const std::string& name);

@@ -7,9 +7,11 @@
 
 #include "api/codec.h"
 #include "base/json.h"
+#include "base/sigpipe.h"
 #include "operator/webhook/configurations.h"
 
 int main(int argc, char** argv) {
+  spiderpool::base::IgnoreSigpipe();
   namespace ow = spiderpool::op::webhook;
   ow::ConfigurationOptions o;
   if (argc > 1) o.service_namespace = argv[1];

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "base/log.h"
+#include "base/sigpipe.h"
 #include "base/status.h"
 #include "base/strings.h"
 #include "httplib.h"
@@ -225,6 +226,7 @@ absl::Status WebhookServer::CheckHealth() const {
   cli.enable_server_certificate_verification(false);
   cli.set_connection_timeout(2, 0);
   cli.set_read_timeout(2, 0);
+  base::ScopedSigpipeBlock no_sigpipe;
   auto res = cli.Get(std::string(kw::kHealthCheckPath).c_str());
   if (!res) {
     return absl::UnavailableError(

@@ -13,6 +13,7 @@
 #include "absl/flags/flag.h"
 #include "base/flags.h"
 #include "base/json.h"
+#include "base/sigpipe.h"
 #include "dra/kubeletplugin/testing/fake_kubelet.h"
 
 ABSL_FLAG(std::string, registry_dir, "/var/lib/kubelet/plugins_registry", "plugin registration directory");
@@ -20,6 +21,7 @@ ABSL_FLAG(std::string, driver, "netresources.spidernet.io", "DRA driver name");
 ABSL_FLAG(bool, v1beta1, false, "use the v1beta1 DRA service even if v1 is offered");
 
 int main(int argc, char** argv) {
+  spiderpool::base::IgnoreSigpipe();
   using namespace spiderpool;
   using namespace spiderpool::dra::kubeletplugin;
   std::vector<std::string> args = base::ParseFlags(argc, argv, "kubelet-standin: call a DRA kubelet plugin");

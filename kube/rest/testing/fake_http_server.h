@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "base/sigpipe.h"
 #include "base/strings.h"
 #include "httplib.h"
 
@@ -19,7 +20,10 @@ class FakeHttpServer {
   FakeHttpServer() {
     server_.set_tcp_nodelay(true);
     port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    thread_ = std::thread([this] {
+      base::BlockSigpipeOnThisThread();  // inherited by httplib's workers
+      server_.listen_after_bind();
+    });
     // stop() before the accept loop runs would be lost (httplib ignores it): wait for it.
     while (!server_.is_running()) std::this_thread::yield();
   }

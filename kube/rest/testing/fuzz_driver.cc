@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "base/sigpipe.h"
 #include "gtest/gtest.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
@@ -224,6 +225,7 @@ extern "C" const char* __asan_default_options() {
 }
 
 int main(int argc, char** argv) {
+  spiderpool::base::IgnoreSigpipe();
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
   struct rlimit limit;
   limit.rlim_cur = limit.rlim_max = rlim_t{3} << 30;  // 3 GiB of address space
