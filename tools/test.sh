@@ -1,71 +1,238 @@
 #!/usr/bin/env bash
 # README command (2): every test. Installs what it needs, then runs
-#   1. all Bazel tests (default config),
-#   2. the same tests under AddressSanitizer and UndefinedBehaviorSanitizer,
+#   1. all Bazel tests in the default config,
+#   2. the same tests once more under AddressSanitizer + UndefinedBehaviorSanitizer together
+#      (--config=sanitizers, .bazelrc: one build of the test targets; its own output base),
 #   3. the dependency-direction rules (tools/check-deps.sh),
 #   4. the chart, image-script and e2e-script checks (charts/spiderpool/tests/check.sh,
 #      images/check.sh, e2e/kind/lint.sh).
-# Ends with one line `N passed, N failed` and exits non-zero if anything failed.
-# Environment: SPIDERPOOL_TEST_KUBECONFIG=<kubeconfig> runs the kube integration tests against
-# that real cluster instead of the loopback API server (fault-injection tests then skip).
-#              SPIDERPOOL_TEST_CONFIGS="default asan ubsan" picks the build configs.
+# Counting: the unit is one Bazel test target in one config (plus one per check of 3 and 4).
+# Bazel reports a test binary whose cases all called GTEST_SKIP() as PASSED, so each passed
+# target's GoogleTest XML (bazel-testlogs/<pkg>/<target>/test.xml) is read: a target in which no
+# test case ran to completion (all skipped) counts as skipped, not passed. Every skipped test
+# case, also those inside targets that passed, is listed with its skip message. A target that
+# fails to build, fails, times out or is flaky counts as failed; so does a Bazel run that fails
+# without naming a test target (e.g. a library that does not compile).
+# Ends with the duration of each phase and then one line `N passed, N failed, N skipped`; exits
+# non-zero if anything failed (skips alone do not fail the run).
+# Environment:
+#   SPIDERPOOL_TEST_KUBECONFIG=<kubeconfig>  runs the kube integration tests against that real
+#       cluster instead of the loopback API server (fault-injection tests then skip).
+#   SPIDERPOOL_TEST_CONFIGS="default sanitizers"  the Bazel configs to run (default: both);
+#       any .bazelrc config name works, e.g. "asan ubsan" or "tsan".
+#   SPIDERPOOL_TEST_TARGETS="//..."  the Bazel target patterns to test (default //...).
+#   SPIDERPOOL_BAZEL_DISK_CACHE=<dir>  Bazel's disk cache, shared by all configs and output bases
+#       (default ~/.cache/spiderpool-bazel-disk; empty: none). It makes a rerun on the same
+#       machine cheap even if an output base is gone; it grows without bound: delete it freely.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-
-if [[ $(id -u) -ne 0 ]]; then SUDO=sudo; else SUDO=; fi
-$SUDO ./tools/install-deps.sh || { echo "install-deps failed"; echo "0 passed, 1 failed"; exit 1; }
+cd "$(dirname "$0")/.." || exit 1
 
 passed=0
 failed=0
+skipped=0
 failures=()
-LOG_DIR=$(mktemp -d /tmp/spiderpool-test-XXXXXX)
+skipped_targets=()
+skipped_cases=()
+phases=()
+phase_t0=$SECONDS
+phase_done() { phases+=("$(printf '%6ds  %s' $((SECONDS - phase_t0)) "$1")"); phase_t0=$SECONDS; }
 
-run_bazel_tests() {
-  local name=$1; shift
+summary() {  # the phase durations, then the one closing line
+  if ((${#skipped_cases[@]})); then
+    echo "=== skipped test cases: ${#skipped_cases[@]} (config, target, case: reason)"
+    printf '  %s\n' "${skipped_cases[@]}"
+  fi
+  if ((${#skipped_targets[@]})); then
+    echo "=== skipped test targets (no test case ran): ${#skipped_targets[@]}"
+    printf '  %s\n' "${skipped_targets[@]}"
+  fi
+  if ((${#failures[@]})); then
+    echo "=== failures"
+    printf '  %s\n' "${failures[@]}"
+  fi
+  echo "=== phase durations (seconds)"
+  printf '  %s\n' "${phases[@]}"
+  echo "$passed passed, $failed failed, $skipped skipped"
+}
+
+if [[ $(id -u) -ne 0 ]]; then SUDO=sudo; else SUDO=; fi
+if ! $SUDO ./tools/install-deps.sh; then
+  failed=1
+  failures+=("[deps] tools/install-deps.sh")
+  phase_done "install deps"
+  summary
+  exit 1
+fi
+phase_done "install deps"
+
+LOG_DIR=$(mktemp -d /tmp/spiderpool-test-XXXXXX)
+DISK_CACHE=${SPIDERPOOL_BAZEL_DISK_CACHE-$HOME/.cache/spiderpool-bazel-disk}
+read -r -a TARGETS <<<"${SPIDERPOOL_TEST_TARGETS:-//...}"
+
+# classify_targets TESTLOGS < "LABEL STATUS" lines: for each test target that Bazel ran
+# (PASSED, FAILED, FLAKY), reads its test.xml file(s) and prints
+#   target<TAB>LABEL<TAB>passed|skipped|unreadable<TAB>detail    (PASSED targets only)
+#   case<TAB>LABEL<TAB>Suite.Case<TAB>skip message (file:line)   (every skipped test case)
+# GoogleTest 1.12 marks a GTEST_SKIP()ped case <testcase status="run" result="skipped"> with a
+# <skipped message="FILE:LINE&#x0A;REASON"> child; a DISABLED_ case is status="notrun"
+# result="suppressed" (not run, not listed). A test binary that writes no XML (a crash, a
+# non-GoogleTest test) gets one from Bazel with a plain <testcase status="run">.
+read -r -d '' CLASSIFY_PY <<'PY'
+import glob, os, sys, xml.etree.ElementTree as ET
+
+testlogs = sys.argv[1]
+for line in sys.stdin:
+    label, status = line.split()
+    pkg, _, name = label[2:].partition(":")
+    top = os.path.join(testlogs, pkg, name)
+    # test.xml, or one per shard/run: shard_K_of_N/, run_K_of_N/, shard_K_of_N_run_K_of_N/
+    files = glob.glob(os.path.join(glob.escape(top), "test.xml"))
+    files += glob.glob(os.path.join(glob.escape(top), "shard_*_of_*", "test.xml"))
+    files += glob.glob(os.path.join(glob.escape(top), "run_*_of_*", "test.xml"))
+    completed = skipped_cases = 0
+    problem = "" if files else "no test.xml under " + top
+    for path in sorted(files):
+        try:
+            root = ET.parse(path).getroot()
+        except (OSError, ET.ParseError) as e:
+            problem = "%s: %s" % (path, e)
+            continue
+        for tc in root.iter("testcase"):
+            case = "%s.%s" % (tc.get("classname", ""), tc.get("name", ""))
+            skip = tc.find("skipped")
+            if skip is not None or tc.get("result") == "skipped":
+                skipped_cases += 1
+                text = (skip.get("message") if skip is not None else None) or ""
+                where, _, why = text.partition("\n")
+                if not why.strip():
+                    why = "(no reason given)"
+                msg = " ".join(why.split())
+                if where:
+                    msg += " (%s)" % where
+                print("case\t%s\t%s\t%s" % (label, case, msg))
+            elif tc.get("status", "run") == "run":
+                completed += 1
+    if status != "PASSED":
+        continue
+    if problem:
+        print("target\t%s\tunreadable\t%s" % (label, problem))
+    elif completed == 0:
+        print("target\t%s\tskipped\t%d skipped test case(s), none ran" % (label, skipped_cases))
+    else:
+        print("target\t%s\tpassed\t" % label)
+PY
+classify_targets() { python3 -c "$CLASSIFY_PY" "$1"; }
+
+run_bazel_tests() {  # run_bazel_tests CONFIG [bazel test flags...]
+  local name=$1
+  shift
   local log="$LOG_DIR/$name.log"
-  # Each sanitizer config gets its own output base: configs share bazel-out/k8-fastbuild, so
+  # Each non-default config gets its own output base: configs share bazel-out/k8-fastbuild, so
   # switching configs in one output base would rebuild everything every time.
   local startup=()
   [[ $name != default ]] && startup=(--output_base="$HOME/.cache/bazel-$name")
-  echo "=== bazel ${startup[*]} test ($name) $*"
   # No convenience symlinks: a bazel-<dir> link into one output base is a foreign directory
   # tree to the others, which would then try to load packages from it (.bazelignore covers
   # links left by earlier interactive builds).
-  bazel "${startup[@]}" test --symlink_prefix=/ --keep_going "$@" //... 2>&1 | tee "$log"
+  local flags=(--symlink_prefix=/ "$@")
+  [[ -n $DISK_CACHE ]] && flags+=(--disk_cache="$DISK_CACHE")
+  echo "=== bazel ${startup[*]} test ($name) --keep_going ${flags[*]} ${TARGETS[*]}"
+  bazel "${startup[@]}" test --keep_going "${flags[@]}" -- "${TARGETS[@]}" 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
-  local p f
-  p=$(grep -cE '^//[^ ]+ +(\(cached\) )?PASSED' "$log")
-  f=$(grep -cE '^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|FLAKY|INCOMPLETE)' "$log")
-  while read -r line; do failures+=("[$name] $line"); done < <(
-    grep -E '^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|FLAKY|INCOMPLETE)' "$log" | awk '{print $1, $2, $3, $4}')
-  if [[ $rc -ne 0 && $f -eq 0 ]]; then
-    # The build broke before any test ran, or Bazel itself failed: count it.
-    f=1
+
+  # Bazel's summary, after its last `INFO: Elapsed time` line: one line per test target,
+  # `//pkg:name  [(cached)] STATUS ...` (test output printed earlier may contain anything).
+  local -A status=()
+  local label rest st
+  while read -r label rest; do
+    rest=${rest#(cached) }
+    case $rest in
+      PASSED*) st=PASSED ;;
+      FLAKY*) st=FLAKY ;;
+      "FAILED TO BUILD"*) st=FAILED_TO_BUILD ;;
+      FAILED*) st=FAILED ;;
+      TIMEOUT*) st=TIMEOUT ;;
+      "NO STATUS"*) st=NO_STATUS ;;
+      INCOMPLETE*) st=INCOMPLETE ;;
+      SKIPPED*) st=SKIPPED ;;
+      *) continue ;;
+    esac
+    status[$label]=$st
+  done < <(awk '/^INFO: Elapsed time:/ { n = NR } { l[NR] = $0 }
+                END { for (i = n + 1; i <= NR; i++) print l[i] }' "$log" | grep -E '^//[^ ]+ ')
+  local labels=()
+  mapfile -t labels < <(printf '%s\n' "${!status[@]}" | grep . | sort)
+
+  local p=0 f=0 s=0 build_failed=0
+  for label in "${labels[@]}"; do
+    case ${status[$label]} in
+      PASSED) ;;  # passed or skipped: its XML below decides
+      SKIPPED)  # Bazel's own skip (e.g. a target incompatible with the platform): not run
+        s=$((s + 1))
+        skipped_targets+=("[$name] $label (Bazel: SKIPPED)") ;;
+      *)
+        f=$((f + 1))
+        [[ ${status[$label]} == FAILED_TO_BUILD || ${status[$label]} == NO_STATUS ]] && build_failed=1
+        failures+=("[$name] $label ${status[$label]//_/ }") ;;
+    esac
+  done
+
+  # The XML of every test that ran in this invocation, cached or not, is in this output base's
+  # bazel-testlogs (no convenience link: ask `bazel info` with the same options).
+  local testlogs="" kind detail classified=0 to_classify=0
+  for label in "${labels[@]}"; do [[ ${status[$label]} == PASSED ]] && to_classify=$((to_classify + 1)); done
+  if ((${#labels[@]})); then
+    testlogs=$(bazel "${startup[@]}" info "${flags[@]}" bazel-testlogs 2>>"$log")
+    [[ -d $testlogs ]] || testlogs=/nonexistent  # every PASSED target then counts as unreadable
+    while IFS=$'\t' read -r kind label st detail; do
+      if [[ $kind == case ]]; then
+        skipped_cases+=("[$name] $label $st: $detail")
+        continue
+      fi
+      classified=$((classified + 1))
+      case $st in
+        passed) p=$((p + 1)) ;;
+        skipped)
+          s=$((s + 1))
+          skipped_targets+=("[$name] $label: $detail") ;;
+        *)
+          f=$((f + 1))
+          failures+=("[$name] $label PASSED, but its test.xml is unreadable: $detail") ;;
+      esac
+    done < <(for label in "${labels[@]}"; do
+               case ${status[$label]} in PASSED | FAILED | FLAKY) echo "$label ${status[$label]}" ;; esac
+             done | classify_targets "$testlogs")
+  fi
+  if ((classified != to_classify)); then  # e.g. python3 missing: never count unread results
+    f=$((f + to_classify - classified))
+    failures+=("[$name] $((to_classify - classified)) PASSED target(s) whose test.xml was not read (see $log)")
+  fi
+
+  # Bazel's exit code: 0 all passed, 3 all built but a test failed; anything else (1: a build or
+  # analysis failure, 4: no test target, ...) fails the config too, counted once unless a test
+  # target already shows it (FAILED TO BUILD, NO STATUS): e.g. a library no test depends on
+  # that does not compile.
+  if ((rc != 0)) && { ((rc != 3 && build_failed == 0)) || ((f == 0)); }; then
+    f=$((f + 1))
     failures+=("[$name] bazel exited $rc (see $log)")
   fi
   passed=$((passed + p))
   failed=$((failed + f))
+  skipped=$((skipped + s))
+  echo "=== ($name) $p passed, $f failed, $s skipped"
 }
 
-CONFIGS=${SPIDERPOOL_TEST_CONFIGS:-default asan ubsan}
-for c in $CONFIGS; do
+for c in ${SPIDERPOOL_TEST_CONFIGS:-default sanitizers}; do
   if [[ $c == default ]]; then
     run_bazel_tests default
   else
     run_bazel_tests "$c" "--config=$c"
   fi
+  phase_done "bazel build + test ($c)"
 done
 
-echo "=== dependency rules"
-if ./tools/check-deps.sh; then
-  passed=$((passed + 1))
-else
-  failed=$((failed + 1))
-  failures+=("[deps] tools/check-deps.sh")
-fi
-
-# The chart (helm lint/template + rendered objects), the images' scripts, and the kind e2e
-# scripts and manifests (shellcheck, YAML): one counted check each.
+# The dependency rules, the chart (helm lint/template + rendered objects), the images' scripts,
+# and the kind e2e scripts and manifests (shellcheck, YAML): one counted check each.
 run_check() {  # run_check NAME COMMAND...
   local name=$1
   shift
@@ -77,13 +244,12 @@ run_check() {  # run_check NAME COMMAND...
     failures+=("[$name] $*")
   fi
 }
+run_check deps ./tools/check-deps.sh
+phase_done "dependency rules"
 run_check chart charts/spiderpool/tests/check.sh
 run_check images images/check.sh
 run_check e2e-lint e2e/kind/lint.sh
+phase_done "chart, images, e2e-lint checks"
 
-if ((${#failures[@]})); then
-  echo "=== failures"
-  printf '  %s\n' "${failures[@]}"
-fi
-echo "$passed passed, $failed failed"
+summary
 [[ $failed -eq 0 ]]
