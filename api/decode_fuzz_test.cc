@@ -2,8 +2,8 @@
 // converted to JSON) plus kIterations deterministic mutations of it: byte flips, truncation,
 // splicing, byte insertion/deletion, and JSON-structure mutations (replace, delete or duplicate
 // a random node, graft a subtree from another seed) that get past the parser and into the
-// decoders. Nothing may crash (run it under --config=asan), and every cleanly decoded object
-// must re-encode stably (see decode_fuzz.h).
+// decoders. Nothing may crash (tools/test.sh runs it under --config=sanitizers), and every
+// cleanly decoded object must re-encode stably (see decode_fuzz.h).
 
 #include <cstdint>
 #include <filesystem>

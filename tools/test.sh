@@ -1,26 +1,34 @@
 #!/usr/bin/env bash
 # README command (2): every test. Installs what it needs, then runs
-#   1. all Bazel tests in the default config,
-#   2. the same tests once more under AddressSanitizer + UndefinedBehaviorSanitizer together
-#      (--config=sanitizers, .bazelrc: one build of the test targets; its own output base),
+#   1. the product build: every target that is not a test, in the default config (g++ 12,
+#      warnings as errors): the binaries, benchmarks, tools and test fixtures compile and link,
+#   2. every Bazel test, built and run once under AddressSanitizer (with LeakSanitizer) and
+#      UndefinedBehaviorSanitizer together (--config=sanitizers, .bazelrc: clang, its own output
+#      base),
 #   3. the dependency-direction rules (tools/check-deps.sh),
 #   4. the chart, image-script and e2e-script checks (charts/spiderpool/tests/check.sh,
 #      images/check.sh, e2e/kind/lint.sh).
-# Counting: the unit is one Bazel test target in one config (plus one per check of 3 and 4).
-# Bazel reports a test binary whose cases all called GTEST_SKIP() as PASSED, so each passed
-# target's GoogleTest XML (bazel-testlogs/<pkg>/<target>/test.xml) is read: a target in which no
-# test case ran to completion (all skipped) counts as skipped, not passed. Every skipped test
-# case, also those inside targets that passed, is listed with its skip message. A target that
-# fails to build, fails, times out or is flaky counts as failed; so does a Bazel run that fails
-# without naming a test target (e.g. a library that does not compile).
+# Why the tests run once: a cold run is two full compiles on 2 cores (g++ for the product,
+# clang for the sanitizers), and each costs ~15 minutes; running the tests in the default config
+# as well would add a third. The sanitizer run is the stricter one: the same tests, the same
+# code, every memory error and every undefined behaviour fatal.
+# Counting: the unit is one Bazel test target in one config, plus one for the product build and
+# one per check of 3 and 4. Bazel reports a test binary whose cases all called GTEST_SKIP() as
+# PASSED, so each passed target's GoogleTest XML (bazel-testlogs/<pkg>/<target>/test.xml) is
+# read: a target in which no test case ran to completion (all skipped) counts as skipped, not
+# passed. Every skipped test case, also those inside targets that passed, is listed with its
+# skip message. A target that fails to build, fails, times out or is flaky counts as failed; so
+# does a Bazel run that fails without naming a test target (e.g. a library that does not
+# compile).
 # Ends with the duration of each phase and then one line `N passed, N failed, N skipped`; exits
 # non-zero if anything failed (skips alone do not fail the run).
 # Environment:
 #   SPIDERPOOL_TEST_KUBECONFIG=<kubeconfig>  runs the kube integration tests against that real
 #       cluster instead of the loopback API server (fault-injection tests then skip).
-#   SPIDERPOOL_TEST_CONFIGS="default sanitizers"  the Bazel configs to run (default: both);
-#       any .bazelrc config name works, e.g. "asan ubsan" or "tsan".
-#   SPIDERPOOL_TEST_TARGETS="//..."  the Bazel target patterns to test (default //...).
+#   SPIDERPOOL_TEST_CONFIGS="sanitizers"  the Bazel configs the tests run in (default: only
+#       sanitizers); any .bazelrc config name works, e.g. "default", "asan ubsan" or "tsan".
+#       With "default" among them the product build of step 1 is part of that run.
+#   SPIDERPOOL_TEST_TARGETS="//..."  the Bazel target patterns to build and test (default //...).
 #   SPIDERPOOL_BAZEL_DISK_CACHE=<dir>  Bazel's disk cache, shared by all configs and output bases
 #       (default ~/.cache/spiderpool-bazel-disk; empty: none). It makes a rerun on the same
 #       machine cheap even if an output base is gone; it grows without bound: delete it freely.
@@ -123,19 +131,24 @@ for line in sys.stdin:
 PY
 classify_targets() { python3 -c "$CLASSIFY_PY" "$1"; }
 
-run_bazel_tests() {  # run_bazel_tests CONFIG [bazel test flags...]
-  local name=$1
-  shift
-  local log="$LOG_DIR/$name.log"
+# bazel_flags CONFIG: fills the arrays `startup` and `flags` for that config.
+bazel_flags() {
+  startup=()
   # Each non-default config gets its own output base: configs share bazel-out/k8-fastbuild, so
   # switching configs in one output base would rebuild everything every time.
-  local startup=()
-  [[ $name != default ]] && startup=(--output_base="$HOME/.cache/bazel-$name")
+  [[ $1 != default ]] && startup=(--output_base="$HOME/.cache/bazel-$1")
   # No convenience symlinks: a bazel-<dir> link into one output base is a foreign directory
   # tree to the others, which would then try to load packages from it (.bazelignore covers
   # links left by earlier interactive builds).
-  local flags=(--symlink_prefix=/ "$@")
+  flags=(--symlink_prefix=/)
+  [[ $1 != default ]] && flags+=("--config=$1")
   [[ -n $DISK_CACHE ]] && flags+=(--disk_cache="$DISK_CACHE")
+}
+
+run_bazel_tests() {  # run_bazel_tests CONFIG
+  local name=$1 startup flags
+  local log="$LOG_DIR/$name.log"
+  bazel_flags "$name"
   echo "=== bazel ${startup[*]} test ($name) --keep_going ${flags[*]} ${TARGETS[*]}"
   bazel "${startup[@]}" test --keep_going "${flags[@]}" -- "${TARGETS[@]}" 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
@@ -222,12 +235,35 @@ run_bazel_tests() {  # run_bazel_tests CONFIG [bazel test flags...]
   echo "=== ($name) $p passed, $f failed, $s skipped"
 }
 
-for c in ${SPIDERPOOL_TEST_CONFIGS:-default sanitizers}; do
-  if [[ $c == default ]]; then
-    run_bazel_tests default
-  else
-    run_bazel_tests "$c" "--config=$c"
+# The product build (step 1): every rule under TARGETS except the tests, in the default config.
+run_product_build() {
+  local log="$LOG_DIR/default-build.log" startup flags
+  bazel_flags default
+  local query="kind(rule, set(${TARGETS[*]})) except tests(set(${TARGETS[*]}))"
+  local build_targets=()
+  mapfile -t build_targets < <(bazel "${startup[@]}" query "$query" 2>>"$log")
+  if ((${#build_targets[@]} == 0)); then
+    failed=$((failed + 1))
+    failures+=("[default] bazel query '$query' found nothing (see $log)")
+    return
   fi
+  echo "=== bazel build (default) --keep_going ${flags[*]}: ${#build_targets[@]} non-test targets"
+  if bazel "${startup[@]}" build --keep_going "${flags[@]}" -- "${build_targets[@]}" 2>&1 |
+       tee -a "$log"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    failures+=("[default] build of the ${#build_targets[@]} non-test targets (see $log)")
+  fi
+}
+
+configs=${SPIDERPOOL_TEST_CONFIGS:-sanitizers}
+if [[ " $configs " != *" default "* ]]; then
+  run_product_build
+  phase_done "product build (default config, g++)"
+fi
+for c in $configs; do
+  run_bazel_tests "$c"
   phase_done "bazel build + test ($c)"
 done
 

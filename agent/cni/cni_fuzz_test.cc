@@ -2,9 +2,9 @@
 // (ParseStdin + DecodeNetConf + ValidatePrevResult), CNI_ARGS (ParseCniArgs) and the agent's
 // answer (IpamAddResponse -> BuildResult). Deterministic random mutations (byte flips,
 // truncation, splicing, insertion/deletion, and JSON-structure mutations that reach the typed
-// decoders). Nothing may crash (run under --config=asan/ubsan), and two properties hold:
-// every result we build validates as a prevResult of the same version, and CNI_ARGS that parse
-// keep their values.
+// decoders). Nothing may crash (tools/test.sh runs it under --config=sanitizers), and two
+// properties hold: every result we build validates as a prevResult of the same version, and
+// CNI_ARGS that parse keep their values.
 
 #include <cstdint>
 #include <random>

@@ -237,7 +237,9 @@ absl::Status IpamService::ReassignRecords(const api::SpiderEndpoint& endpoint, c
   for (const auto& [pool, ips] : by_pool) pools.push_back(pool);
   SP_RETURN_IF_ERROR(FlushBlocks(pools, pod.metadata.uid, deadline));
   SP_RETURN_IF_ERROR(FlushBlocks(pools, endpoint.status->current.uid, deadline));
-  for (const auto& [pool, ips] : by_pool) {
+  for (const auto& entry : by_pool) {
+    const std::string& pool = entry.first;  // (a structured binding cannot be captured: clang 14)
+    const auto& ips = entry.second;
     SP_RETURN_IF_ERROR(committer_.Run(
         pool,
         [&](PoolBook& book) -> absl::Status {

@@ -34,7 +34,11 @@ TEST(ParseParameters, AcceptsExactlyTheDocumentedShape) {
   EXPECT_THAT(ParseParameters(Json::object()).status().message(), HasSubstr("name: Required value"));
 }
 
-ResourceClaim Claim(Json configs) {
+// (A vector, not a Json: `Json x = {one_object}` is an array for one compiler and a copy of
+// the object for another, CWG 1467.)
+ResourceClaim Claim(std::vector<Json> configs) {
+  Json config_list = Json::array();
+  for (Json& c : configs) config_list.push_back(std::move(c));
   Json j = {{"apiVersion", "resource.k8s.io/v1"},
             {"kind", "ResourceClaim"},
             {"metadata", {{"name", "c"}, {"namespace", "ns"}}},
@@ -45,7 +49,7 @@ ResourceClaim Claim(Json configs) {
                    {{{"request", "a"}, {"driver", kDriverName}, {"pool", "n1"}, {"device", "eth1"}},
                     {{"request", "b/x"}, {"driver", kDriverName}, {"pool", "n1"}, {"device", "eth2"}},
                     {{"request", "g"}, {"driver", "gpu"}, {"pool", "n1"}, {"device", "gpu0"}}}},
-                  {"config", std::move(configs)}}}}}}}};
+                  {"config", std::move(config_list)}}}}}}}};
   auto c = api::resource_v1::DecodeResourceClaim(j);
   EXPECT_TRUE(c.ok()) << c.status();
   return *c;
@@ -110,7 +114,7 @@ std::map<std::string, api::SpiderMultusConfig> Smcs() {
 }
 
 TEST(BuildClaimSpec, NetworkFactsInTheEnvironment) {
-  ResourceClaim c = Claim(Json::array());
+  ResourceClaim c = Claim({});
   api::SpiderClaimParameter scp = Scp();
   scp.spec.enable_rdma = true;
   EXPECT_THAT(MultusConfigKeys(scp), ElementsAre("ns/macvlan-eth1", "kube-system/ipvlan-eth2"));

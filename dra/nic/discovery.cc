@@ -263,10 +263,15 @@ absl::Status NetlinkNicSource::Watch(std::stop_token stop, const NicListCallback
         ssize_t r = recv(sock.get(), buf.data(), buf.size(), MSG_DONTWAIT);
         if (r > 0) {
           got = true;
-          int len = static_cast<int>(r);
-          for (auto* h = reinterpret_cast<nlmsghdr*>(buf.data()); NLMSG_OK(h, len);
-               h = NLMSG_NEXT(h, len)) {
+          // NLMSG_OK/NLMSG_NEXT, without their signed/unsigned comparisons.
+          size_t left = static_cast<size_t>(r);
+          for (const auto* h = reinterpret_cast<const nlmsghdr*>(buf.data());
+               left >= sizeof(nlmsghdr) && h->nlmsg_len >= sizeof(nlmsghdr) &&
+               h->nlmsg_len <= left;) {
             Bump(stats, &WatchStats::events);
+            size_t step = std::min<size_t>(NLMSG_ALIGN(h->nlmsg_len), left);
+            left -= step;
+            h = reinterpret_cast<const nlmsghdr*>(reinterpret_cast<const char*>(h) + step);
           }
           continue;
         }

@@ -44,7 +44,10 @@ absl::Status FakeNicSource::Watch(std::stop_token stop, const NicListCallback& o
     std::vector<Nic> next;
     {
       absl::MutexLock lock(&mu_);
-      auto ready = [&]() { return stop.stop_requested() || version_ != seen; };
+      auto ready = [&]() {
+        mu_.AssertHeld();  // Await evaluates it under mu_ (tells clang's thread-safety analysis)
+        return stop.stop_requested() || version_ != seen;
+      };
       mu_.Await(absl::Condition(&ready));
       if (stop.stop_requested()) {
         --watchers_;

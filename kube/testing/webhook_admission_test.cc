@@ -213,10 +213,11 @@ class WebhookTest : public ::testing::Test {
             {"caBundle", B64(ca_pem ? *ca_pem : ca_.cert_pem)}};
   }
 
-  Json Webhook(const std::string& name, Json client_config, Json rules, Json extra = {}) {
+  Json Webhook(const std::string& name, Json client_config, std::vector<Json> rules,
+               Json extra = {}) {
     Json h = {{"name", name},
               {"clientConfig", std::move(client_config)},
-              {"rules", std::move(rules)},
+              {"rules", List(std::move(rules))},
               {"sideEffects", "None"},
               {"admissionReviewVersions", {"v1"}}};
     if (extra.is_object()) {
@@ -225,8 +226,16 @@ class WebhookTest : public ::testing::Test {
     return h;
   }
 
-  void Register(const char* path, const std::string& config_name, Json webhooks) {
-    Json cfg = {{"metadata", {{"name", config_name}}}, {"webhooks", std::move(webhooks)}};
+  // (Lists as vectors, not Json: `Json x = {one_object}` is an array for one compiler and a
+  // copy of the object for another, CWG 1467.)
+  static Json List(std::vector<Json> items) {
+    Json out = Json::array();
+    for (Json& j : items) out.push_back(std::move(j));
+    return out;
+  }
+
+  void Register(const char* path, const std::string& config_name, std::vector<Json> webhooks) {
+    Json cfg = {{"metadata", {{"name", config_name}}}, {"webhooks", List(std::move(webhooks))}};
     auto r = server_->Call("POST", path, cfg);
     ASSERT_EQ(r.code, 201) << base::DumpJson(r.body);
   }
@@ -569,7 +578,7 @@ TEST_F(WebhookTest, WebhookConfigurationsAreExempt) {
   Register(kValidatingPath, "all",
            {Webhook("all.example.com", ServiceConfig("/all"), {Rule({"*"}, {"*"}, {"*"}, {"*/*"})})});
   // The configuration objects themselves can still be changed and deleted.
-  Register(kMutatingPath, "another", Json::array());
+  Register(kMutatingPath, "another", {});
   EXPECT_EQ(server_->Call("DELETE", std::string(kValidatingPath) + "/all").code, 200);
   EXPECT_EQ(hook_->calls(), 0);
   EXPECT_EQ(client_->Post(kCmPath, ConfigMap("cm")).status, 201);

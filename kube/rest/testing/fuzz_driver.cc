@@ -224,9 +224,20 @@ extern "C" const char* __asan_default_options() {
   return "hard_rss_limit_mb=3072:malloc_limit_mb=2048";
 }
 
+// ASan and TSan reserve terabytes of address space for their shadow memory: under them the
+// allocator limits above are the guard, not RLIMIT_AS. (GCC defines __SANITIZE_*__, clang
+// answers __has_feature.)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SP_SHADOW_MEMORY 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SP_SHADOW_MEMORY 1
+#endif
+#endif
+
 int main(int argc, char** argv) {
   spiderpool::base::IgnoreSigpipe();
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#ifndef SP_SHADOW_MEMORY
   struct rlimit limit;
   limit.rlim_cur = limit.rlim_max = rlim_t{3} << 30;  // 3 GiB of address space
   setrlimit(RLIMIT_AS, &limit);
