@@ -167,7 +167,10 @@ install_spiderpool() {
     --set spiderpoolController.image.tag="$E2E_IMAGE_TAG"
     --set spiderpoolAgent.image.pullPolicy=Never
     --set spiderpoolController.image.pullPolicy=Never
-    --set spiderpoolAgent.debug.logLevel=debug)
+    --set spiderpoolAgent.debug.logLevel=debug
+    # Two controller replicas (the chart's default is 1) for the leader-failover case: the
+    # kind cluster has a node for each.
+    --set spiderpoolController.replicas=2)
   # Seamless plugin upgrades need kubelet >= 1.33.
   ((K8S_MINOR >= 33)) || args+=(--set dra.seamlessUpgrade=false)
   log "helm install spiderpool charts/spiderpool -n kube-system --set dra.enabled=true (+ e2e image settings)"

@@ -301,7 +301,8 @@ def check_common(r, case, bins):
     # ---- controller Deployment
     dep = r.one("Deployment", "spiderpool-controller")
     cspec = dep["spec"]["template"]["spec"]
-    expect(dep["spec"]["replicas"] == 2, "controller replicas")
+    replicas = dep["spec"]["replicas"]
+    expect(replicas == case.get("controller_replicas", 1), f"controller replicas {replicas}")
     expect(dep["spec"]["strategy"]["rollingUpdate"]["maxSurge"] == 0, "controller surges onto busy host ports")
     ctl = container(cspec, "spiderpool-controller")
     no_privileges(ctl)
@@ -318,6 +319,11 @@ def check_common(r, case, bins):
     expect(ctl["readinessProbe"]["httpGet"]["path"] == "/readyz", "controller readiness")
     expect(ctl["startupProbe"]["httpGet"]["path"] == "/readyz", "controller startup probe")
     anti = cspec["affinity"]["podAntiAffinity"]
+    # A one-node cluster must run the defaults to Ready (helm install --wait, rollout status):
+    # two replicas on host ports, or under a required anti-affinity by hostname, need two nodes.
+    one_node = not cspec.get("hostNetwork") and "requiredDuringSchedulingIgnoredDuringExecution" not in anti
+    expect(one_node or replicas == 1 or "controller_replicas" in case,
+           f"{replicas} controller replicas need {replicas} nodes (host ports / anti-affinity)")
     if cspec.get("hostNetwork"):
         expect("requiredDuringSchedulingIgnoredDuringExecution" in anti, "controller: host ports need required anti-affinity")
     else:
@@ -598,11 +604,16 @@ CASES = [
     ("other-namespace-metrics-pdb", {
         "spiderpoolAgent": {"prometheus": {"enabled": True, "serviceMonitor": {"install": True}}},
         "spiderpoolController": {"prometheus": {"enabled": True, "serviceMonitor": {"install": True}},
-                                 "podDisruptionBudget": {"enabled": True}, "hostnetwork": False},
+                                 "podDisruptionBudget": {"enabled": True}, "hostnetwork": False,
+                                 "replicas": 2},
         "dra": {"enabled": True}},
-     {"namespace": "spiderpool", "dra": True, "api": [VAP_API], "monitors": 2, "pdb": True}),
+     {"namespace": "spiderpool", "dra": True, "api": [VAP_API], "monitors": 2, "pdb": True,
+      "controller_replicas": 2}),
+    ("pdb-blocks-drain", {"spiderpoolController": {"podDisruptionBudget": {"enabled": True}}},
+     {"fail": "podDisruptionBudget.minAvailable"}),
     ("device-plugin", {"devicePlugin": {"enabled": True}, "dra": {"nicInclude": ["eth*", "ens*"]}},
      {"device_plugin": True, "nic_include": "eth*,ens*"}),
+    ("ha-controller", {"spiderpoolController": {"replicas": 3}}, {"controller_replicas": 3}),
     ("unknown-value", {"spiderpoolAgent": {"imageTypo": "x"}}, {"fail": "imageTypo"}),
 ]
 
@@ -662,6 +673,13 @@ def check_package(helm):
                      "--set", "dra.enabled=true"])
         expect(notes.returncode == 0 and "kubectl get resourceslices" in notes.stdout,
                f"NOTES.txt: {notes.stderr[-500:]}")
+        expect("the controller (1 replica)" in notes.stdout and "node of its own" not in notes.stdout,
+               "NOTES.txt does not say the controller runs 1 replica")
+        ha = run([helm, "install", "spiderpool", CHART, "--dry-run=client", "-n", "kube-system",
+                  "--set", "spiderpoolController.replicas=3"])
+        expect(ha.returncode == 0 and "the controller (3 replicas, one leader)" in ha.stdout
+               and "each controller replica needs a node of its own" in ha.stdout,
+               f"NOTES.txt with 3 host-network replicas: {ha.stdout[-800:]}{ha.stderr[-300:]}")
 
 
 def main():
