@@ -126,6 +126,7 @@ class NodePlugins {
       o.device_plugin_options.kubelet_dir = absl::GetFlag(FLAGS_kubelet_device_plugins_dir);
       o.device_plugin_options.rules = {.include = o.model.include_interfaces,
                                        .exclude = o.model.exclude_interfaces};
+      if (dra) o.device_health = &device_health_;  // NIC link state -> the kubelet's stream
       if (dra) {
         // Slices die with their Node (ownerReference), when the Node is there to own them.
         kube::Client<api::Node> nodes(rest);
@@ -134,7 +135,9 @@ class NodePlugins {
         }
       }
       devices_ = std::make_unique<agent::dra::NodeDevices>(rest, o, [&service, node] {
-        return agent::dra::PoolCapacities(service.CachedPools(), node, service.NodeLabels());
+        return agent::dra::PoolCapacities(
+            service.CachedPools(), node, service.NodeLabels(),
+            [&service](const std::string& pool) { return service.HandedOutReservations(pool); });
       });
       service.OnPoolsOrNodeChanged([d = devices_.get()] { d->Refresh(); });
     }
@@ -164,6 +167,7 @@ class NodePlugins {
                                           .plugin_dir = plugin_dir,
                                           .pod_uid = dra::kubeletplugin::PodUIDFromEnv(),
                                           .health_port = absl::GetFlag(FLAGS_dra_health_port),
+                                          .device_health = &device_health_,
                                           .metrics = &kube::metrics::Registry::Default()},
         claim_driver_.get());
   }
@@ -196,6 +200,7 @@ class NodePlugins {
   }
 
  private:
+  dra::kubeletplugin::DeviceHealthFeed device_health_;  // before its users: outlives them
   std::unique_ptr<agent::dra::NodeDevices> devices_;
   std::unique_ptr<dra::driver::NetDriver> claim_driver_;
   std::unique_ptr<dra::kubeletplugin::Plugin> plugin_;

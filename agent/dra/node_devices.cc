@@ -29,11 +29,31 @@ int64_t FreeIPs(const api::SpiderIPPool& pool) {
   return c.ok() ? c->free : 0;
 }
 
+// This node's reservations in the pool status that `handed_out` does not list.
+int64_t UnusedReservations(const api::SpiderIPPool& pool, const std::string& node_name,
+                           const HandedOutFn& handed_out) {
+  if (!pool.status.allocated_ips.has_value()) return 0;
+  absl::StatusOr<api::PoolIPAllocations> records = pool.AllocatedIPs();
+  if (!records.ok()) return 0;  // what the status writers could not parse counts as taken
+  std::set<base::IPAddress> held;
+  bool held_loaded = false;
+  int64_t n = 0;
+  for (const auto& [ip, rec] : *records) {
+    if (!api::IsNodeReservation(rec) || *rec.node != node_name) continue;
+    if (!held_loaded && handed_out) held = handed_out(pool.metadata.name);
+    held_loaded = true;
+    absl::StatusOr<base::IPAddress> addr = base::IPAddress::Parse(ip);
+    if (addr.ok() && !held.contains(*addr)) ++n;
+  }
+  return n;
+}
+
 }  // namespace
 
 std::vector<rs::PoolCapacity> PoolCapacities(
     const std::vector<std::shared_ptr<const api::SpiderIPPool>>& pools,
-    const std::string& node_name, const api::Labels& node_labels) {
+    const std::string& node_name, const api::Labels& node_labels,
+    const HandedOutFn& handed_out) {
   std::vector<rs::PoolCapacity> out;
   for (const auto& p : pools) {
     const api::IPPoolSpec& spec = p->spec;
@@ -42,7 +62,8 @@ std::vector<rs::PoolCapacity> PoolCapacities(
     absl::StatusOr<base::IPPrefix> subnet = base::IPPrefix::Parse(spec.subnet);
     if (!subnet.ok()) continue;  // the webhook refuses these; nothing to publish for it
     out.push_back({.subnet = *subnet,
-                   .free_ips = std::max<int64_t>(0, FreeIPs(*p)),
+                   .free_ips = std::max<int64_t>(0, FreeIPs(*p)) +
+                               UnusedReservations(*p, node_name, handed_out),
                    .name = p->metadata.name});
   }
   return out;
@@ -164,6 +185,7 @@ void NodeDevices::PublishLoop(std::stop_token stop) {
     lock.unlock();
     const std::vector<rs::PoolCapacity> pools = pools_ ? pools_() : std::vector<rs::PoolCapacity>{};
     std::vector<api::Device> devices = rs::BuildDevices(nics, pools, options_.model);
+    UpdateHealth(nics, devices);
     lock.lock();
     if (last_devices_ == devices && absl::Now() - last_publish_time_ < options_.resync_interval) {
       publishing_ = false;  // nothing to say to the API server
@@ -196,6 +218,34 @@ void NodeDevices::PublishLoop(std::stop_token stop) {
     cv_.wait_for(lock, stop, absl::ToChronoMilliseconds(backoff), [] { return false; });
     backoff = std::min(backoff * 2, options_.max_backoff);
   }
+}
+
+void NodeDevices::UpdateHealth(const std::vector<nic::Nic>& nics,
+                               const std::vector<api::Device>& devices) {
+  namespace kp = ::spiderpool::dra::kubeletplugin;
+  if (options_.device_health == nullptr) return;
+  std::map<std::string, bool> up;
+  for (const nic::Nic& n : nics) up[n.name] = n.up;
+  for (const api::Device& d : devices) {
+    auto a = d.attributes.find(std::string(rs::attr::kIfName));
+    if (a != d.attributes.end() && a->second.string_value.has_value()) {
+      health_nic_[d.name] = *a->second.string_value;
+    }
+  }
+  const int64_t now = absl::ToUnixSeconds(absl::Now());
+  std::vector<kp::DeviceHealth> out;
+  out.reserve(health_nic_.size());
+  for (const auto& [device, nic_name] : health_nic_) {
+    auto it = up.find(nic_name);
+    const kp::DeviceHealthStatus status = it != up.end() && it->second
+                                              ? kp::DeviceHealthStatus::kHealthy
+                                              : kp::DeviceHealthStatus::kUnhealthy;
+    auto [h, inserted] = health_.try_emplace(device, status, now);
+    if (!inserted && h->second.first != status) h->second = {status, now};
+    out.push_back({.pool = options_.node_name, .device = device, .status = status,
+                   .last_updated_unix = h->second.second});
+  }
+  options_.device_health->Set(std::move(out));
 }
 
 bool NodeDevices::WaitIdle(absl::Duration timeout) {

@@ -15,12 +15,15 @@
 
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <stop_token>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -28,6 +31,7 @@
 #include "api/labels.h"
 #include "api/spider_ippool.h"
 #include "dra/deviceplugin/manager.h"
+#include "dra/kubeletplugin/device_health.h"
 #include "dra/nic/discovery.h"
 #include "dra/nic/nic.h"
 #include "dra/resourceslice/model.h"
@@ -39,12 +43,21 @@ namespace spiderpool::agent::dra {
 
 namespace rs = ::spiderpool::dra::resourceslice;
 
+// The IPs of a pool that this node's agent reserved and already handed to pods
+// (agent/ipam/blocks.h: reservations not yet written as pod records). nullptr: none.
+using HandedOutFn = std::function<std::set<base::IPAddress>(const std::string& pool)>;
+
 // The pools of `pools` that pods on this node may allocate from (not terminating, not
-// disabled, nodeName / nodeAffinity admit the node: ipam::PoolAdmitsNode) with their free IPs
-// (status.freeIPCount; ipam::ComputePoolCounts when nobody has counted yet).
+// disabled, nodeName / nodeAffinity admit the node: ipam::PoolAdmitsNode) with the IPs free
+// for this node: status.freeIPCount (ipam::ComputePoolCounts when nobody has counted yet)
+// plus this node's own reservations in the status that no pod holds yet (`handed_out`).
+// Reserving or giving back a block moves IPs between the two terms and leaves the sum alone,
+// so the published device count follows only what pods take and release; other nodes'
+// reservations are not free for this node.
 std::vector<rs::PoolCapacity> PoolCapacities(
     const std::vector<std::shared_ptr<const api::SpiderIPPool>>& pools,
-    const std::string& node_name, const api::Labels& node_labels);
+    const std::string& node_name, const api::Labels& node_labels,
+    const HandedOutFn& handed_out = nullptr);
 
 struct NodeDevicesOptions {
   std::string node_name;
@@ -64,6 +77,10 @@ struct NodeDevicesOptions {
   absl::Duration min_backoff = absl::Seconds(1);
   absl::Duration max_backoff = absl::Seconds(30);
   kube::metrics::Registry* registry = nullptr;
+  // With slices on: the devices' health for the kubelet's DRAResourceHealth stream (the
+  // kubelet plugin serves it). Every device published since start is listed, Healthy while
+  // its NIC is up, Unhealthy when the NIC is down or gone (a claim may still hold it).
+  ::spiderpool::dra::kubeletplugin::DeviceHealthFeed* device_health = nullptr;
 };
 
 class NodeDevices {
@@ -88,6 +105,9 @@ class NodeDevices {
  private:
   void WatchLoop(std::stop_token stop);
   void PublishLoop(std::stop_token stop);
+  // Feeds options_.device_health from the NICs and the devices just built (publish thread).
+  void UpdateHealth(const std::vector<::spiderpool::dra::nic::Nic>& nics,
+                    const std::vector<api::Device>& devices);
 
   std::shared_ptr<kube::RestClient> rest_;
   NodeDevicesOptions options_;
@@ -106,6 +126,12 @@ class NodeDevices {
   absl::Time last_publish_time_;
   kube::metrics::Gauge* published_devices_ = nullptr;
   kube::metrics::Counter* publish_failures_ = nullptr;
+
+  // Touched only by the publish thread: every device published since start -> its NIC, and
+  // its last health with the time it was determined.
+  std::map<std::string, std::string> health_nic_;
+  std::map<std::string, std::pair<::spiderpool::dra::kubeletplugin::DeviceHealthStatus, int64_t>>
+      health_;
 
   std::jthread watch_thread_;
   std::jthread publish_thread_;

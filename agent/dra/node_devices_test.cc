@@ -4,7 +4,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <mutex>
 
 #include <gtest/gtest.h>
@@ -13,6 +15,8 @@
 
 #include "api/resource_slice.h"
 #include "base/subprocess.h"
+#include "dra/kubeletplugin/plugin.h"
+#include "dra/kubeletplugin/testing/fake_kubelet.h"
 #include "kube/rest/client.h"
 #include "kube/testing/test_cluster.h"
 
@@ -20,6 +24,7 @@ namespace spiderpool::agent::dra {
 namespace {
 
 using kube::testing::TestCluster;
+namespace kp = ::spiderpool::dra::kubeletplugin;
 
 void Ip(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"/usr/sbin/ip"};  // Debian (merged /usr)
@@ -65,6 +70,28 @@ TEST(PoolCapacities, FiltersByNodeAndCountsFree) {
   EXPECT_EQ(got[0].free_ips, 1);
 }
 
+// This node's reservations in the pool status count as free for it unless handed to a pod;
+// other nodes' do not (agent/ipam/blocks.h keeps the pairing until it writes pod records).
+TEST(PoolCapacities, ThisNodesUnusedReservationsAreFree) {
+  auto p = std::make_shared<api::SpiderIPPool>(Pool("p", "10.6.0.0/16", {"10.6.0.1-10.6.0.10"}));
+  api::PoolIPAllocations recs;
+  recs["10.6.0.1"] = {.pod = "ns/a", .pod_uid = "uid-a", .node = "node1"};
+  for (const char* ip : {"10.6.0.2", "10.6.0.3", "10.6.0.4", "10.6.0.5"}) {
+    recs[ip] = {.pod = "", .pod_uid = "", .node = "node1"};
+  }
+  for (const char* ip : {"10.6.0.6", "10.6.0.7"}) recs[ip] = {.pod = "", .pod_uid = "", .node = "node2"};
+  p->SetAllocatedIPs(recs);
+  p->status.free_ip_count = 3;  // 10 - 1 pod - 6 reserved
+  auto handed = [](const std::string& pool) {
+    EXPECT_EQ(pool, "p");
+    return std::set<base::IPAddress>{*base::IPAddress::Parse("10.6.0.2")};
+  };
+  EXPECT_EQ(PoolCapacities({p}, "node1", {}, handed)[0].free_ips, 3 + 3);
+  EXPECT_EQ(PoolCapacities({p}, "node1", {})[0].free_ips, 3 + 4);  // nothing handed out
+  EXPECT_EQ(PoolCapacities({p}, "node2", {}, handed)[0].free_ips, 3 + 2);
+  EXPECT_EQ(PoolCapacities({p}, "node3", {}, handed)[0].free_ips, 3);
+}
+
 class NodeDevicesTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -89,9 +116,11 @@ class NodeDevicesTest : public ::testing::Test {
     }
   }
 
-  void StartDevices(bool publish) {
+  void StartDevices(bool publish,
+                    ::spiderpool::dra::kubeletplugin::DeviceHealthFeed* health = nullptr) {
     NodeDevicesOptions o{.node_name = node_, .netns_path = "/var/run/netns/" + netns_,
                          .publish_slices = publish};
+    o.device_health = health;
     o.discovery.sysfs_root = "";
     o.discovery.quiet = absl::Milliseconds(20);
     o.model.include_interfaces = {"nic*"};
@@ -191,6 +220,78 @@ TEST_F(NodeDevicesTest, PublishesSlotsForNicWithFreePoolAndFollowsChanges) {
     EXPECT_EQ(s.spec.pool.name, node_);
     EXPECT_EQ(s.spec.driver, "netresources.spidernet.io");
   }
+}
+
+// A driver that prepares nothing: the health stream needs a plugin, not claims.
+class NoClaims : public kp::Driver {
+ public:
+  std::map<std::string, kp::PrepareResult> Prepare(const std::vector<kp::ClaimRef>&) override {
+    return {};
+  }
+  std::map<std::string, std::string> Unprepare(const std::vector<kp::ClaimRef>&) override {
+    return {};
+  }
+};
+
+// The kubelet's DRAResourceHealth stream (through the real plugin, read by the kubelet
+// stand-in) reports a device Healthy while its NIC is up and Unhealthy once the veth goes down,
+// although the down NIC's devices leave the ResourceSlice (a claim may still hold one).
+TEST_F(NodeDevicesTest, HealthStreamFollowsTheNicLinkState) {
+  {
+    std::lock_guard lock(mu_);
+    pools_ = {{.subnet = *base::IPPrefix::Parse("10.77.0.0/24"), .free_ips = 2, .name = "p"}};
+  }
+  kp::DeviceHealthFeed feed;
+  StartDevices(/*publish=*/true, &feed);
+  ASSERT_EQ(AwaitDevices(2).size(), 2u);
+
+  char tmpl[] = "/tmp/sp-health-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  NoClaims driver;
+  kp::Plugin plugin({.registry_dir = dir + "/registry", .plugin_dir = dir + "/plugin",
+                     .device_health = &feed},
+                    &driver);
+  ASSERT_TRUE(plugin.Start().ok());
+  kp::testing::FakeKubelet kubelet({.registry_dir = dir + "/registry"});
+  ASSERT_TRUE(kubelet.Discover().ok());
+  ASSERT_TRUE(kubelet.current().ok());
+  EXPECT_TRUE(kubelet.current()->resource_health) << "GetInfo must advertise the health service";
+
+  using Status = kp::DeviceHealthStatus;
+  std::vector<std::vector<kp::DeviceHealth>> updates;
+  bool took_down = false;
+  absl::Status s = kubelet.WatchHealth(
+      [&](const std::vector<kp::DeviceHealth>& devices) {
+        updates.push_back(devices);
+        const bool all_healthy = std::all_of(devices.begin(), devices.end(), [](const auto& d) {
+          return d.status == Status::kHealthy;
+        });
+        const bool all_unhealthy = std::all_of(devices.begin(), devices.end(), [](const auto& d) {
+          return d.status == Status::kUnhealthy;
+        });
+        if (!took_down && devices.size() == 2 && all_healthy) {
+          took_down = true;
+          Ip({"-n", netns_, "link", "set", "nic0", "down"});
+          return true;
+        }
+        return !(took_down && devices.size() == 2 && all_unhealthy);  // done
+      },
+      std::chrono::seconds(30));
+  EXPECT_TRUE(s.ok()) << s;
+  ASSERT_TRUE(took_down) << "never saw both devices Healthy";
+  const std::vector<kp::DeviceHealth>& last = updates.back();
+  ASSERT_EQ(last.size(), 2u);
+  for (const kp::DeviceHealth& d : last) {
+    EXPECT_EQ(d.pool, node_);
+    EXPECT_EQ(d.status, Status::kUnhealthy) << d.device;
+    EXPECT_GT(d.last_updated_unix, 0);
+  }
+  EXPECT_EQ(last[0].device, "nic0-0");
+  EXPECT_EQ(last[1].device, "nic0-1");
+  EXPECT_EQ(AwaitDevices(0).size(), 0u) << "a down NIC publishes no devices";
+  plugin.Stop();
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(NodeDevicesTest, UnchangedDevicesCauseNoApiCalls) {

@@ -216,6 +216,15 @@ bool NodeBlocks::HasUnflushed(const std::string& pool, const std::string& uid) {
   return false;
 }
 
+std::set<base::IPAddress> NodeBlocks::HandedOut(const std::string& pool) const {
+  absl::MutexLock l(&mu_);
+  std::set<base::IPAddress> out;
+  if (auto it = blocks_.find(pool); it != blocks_.end()) {
+    for (const auto& entry : it->second.assigned) out.insert(entry.first);
+  }
+  return out;
+}
+
 std::vector<std::string> NodeBlocks::PoolsWithUnflushed(const std::string& uid) {
   absl::MutexLock l(&mu_);
   std::vector<std::string> out;

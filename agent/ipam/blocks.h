@@ -124,6 +124,9 @@ class NodeBlocks {
 
   // `uid` has IPs of `pool` that are still reservations in the pool status.
   bool HasUnflushed(const std::string& pool, const std::string& uid);
+  // The IPs of `pool` handed to pods that the pool status may still show as this node's
+  // reservations (not yet written as pod records).
+  std::set<base::IPAddress> HandedOut(const std::string& pool) const;
   // Pools where `uid` has unflushed IPs.
   std::vector<std::string> PoolsWithUnflushed(const std::string& uid);
   // Writes every unflushed assignment of `pool` into the pool status now.

@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -78,6 +79,10 @@ class IpamService : public IpamBackend {
 
   CommitterStats committer_stats() const { return committer_.stats(); }
   NodeBlocks::Stats block_stats() const { return blocks_.stats(); }
+  // IPs of `pool` this node reserved and already handed to pods (NodeBlocks::HandedOut).
+  std::set<base::IPAddress> HandedOutReservations(const std::string& pool) const {
+    return blocks_.HandedOut(pool);
+  }
   // Writes every IP handed out from this node's reservations as a pod record now (they are
   // written in the background anyway; see blocks.h).
   absl::Status FlushReservations(absl::Time deadline) { return blocks_.FlushAll(deadline); }

@@ -3,9 +3,11 @@
 // pools, records, SpiderEndpoints, several agents at once, failures that must leave nothing.
 #include "agent/ipam/service.h"
 
+#include <atomic>
 #include <set>
 #include <thread>
 
+#include "agent/dra/node_devices.h"
 #include "base/strings.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -441,6 +443,69 @@ TEST_P(ReservationTest, ReservationsServeMostAddsAndAreRecordedAndGivenBack) {
     ASSERT_TRUE(agent.Release(Del(pod), Deadline()).ok());
   }
   EXPECT_TRUE(Records("v4").empty());
+}
+
+// The DRA devices this node publishes are sized by agent::dra::PoolCapacities. Reserving a
+// block takes IPs out of the pool's freeIPCount for this node's use; counted from freeIPCount
+// alone, the node's device count dropped by a whole block at its first ADD (10 -> 5 with two
+// pods starting, seen on a real node) and could make the scheduler refuse a claim that fits.
+// Sampled all through ADDs and DELs, the capacity never falls below the IPs no pod holds.
+TEST_P(ReservationTest, DeviceCapacityNeverDropsBelowWhatIsFree) {
+  constexpr int kIPs = 10;
+  CreatePool("v4", "10.72.0.0/24", {"10.72.0.1-10.72.0.10"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
+  IpamService& agent = Agent("a");
+  const std::string node = Node("a");
+  auto capacity = [&]() -> int64_t {
+    std::vector<::spiderpool::dra::resourceslice::PoolCapacity> caps = agent::dra::PoolCapacities(
+        agent.CachedPools(), node, agent.NodeLabels(),
+        [&](const std::string& pool) { return agent.HandedOutReservations(pool); });
+    for (const auto& c : caps) {
+      if (c.name == Pool("v4")) return c.free_ips;
+    }
+    return -1;
+  };
+  for (int i = 0; i < 200 && capacity() != kIPs; ++i) absl::SleepFor(absl::Milliseconds(10));
+  ASSERT_EQ(capacity(), kIPs);
+
+  std::atomic<int> held{0};  // at least the IPs pods hold: counted before an ADD, after a DEL
+  std::atomic<bool> done{false};
+  std::atomic<int> samples{0}, worst{kIPs};
+  std::thread sampler([&] {
+    while (!done.load()) {
+      int before = held.load();
+      int64_t cap = capacity();
+      int free = kIPs - std::max(before, held.load());  // the fewest that can be free meanwhile
+      worst.store(std::min<int>(worst.load(), static_cast<int>(cap) - free));
+      samples.fetch_add(1);
+      absl::SleepFor(absl::Microseconds(200));
+    }
+  });
+  std::vector<api::Pod> pods;
+  for (int i = 0; i < 4; ++i) {
+    pods.push_back(CreatePod(base::StrCat("d", i), "a"));
+    held.fetch_add(1);
+    auto r = agent.Allocate(Add(pods.back()), Deadline());
+    ASSERT_TRUE(r.ok()) << r.status();
+    absl::SleepFor(absl::Milliseconds(50));  // let the status writes and watch events land
+  }
+  EXPECT_GE(agent.block_stats().reserved, 1) << "the case needs a reserved block";
+  absl::SleepFor(absl::Seconds(3));  // flushes, idle reservations given back
+  for (const api::Pod& pod : pods) {
+    ASSERT_TRUE(agent.Release(Del(pod), Deadline()).ok());
+    // A released IP shows once the pool's watch event is in (the samples hold `held` until
+    // then): the capacity lags a release by the watch latency, it never runs ahead of one.
+    const int want = kIPs - (held.load() - 1);
+    for (int i = 0; i < 300 && capacity() < want; ++i) absl::SleepFor(absl::Milliseconds(10));
+    EXPECT_GE(capacity(), want) << "the released IP of " << pod.metadata.name << " never showed";
+    held.fetch_sub(1);
+  }
+  done.store(true);
+  sampler.join();
+  EXPECT_GT(samples.load(), 50);
+  EXPECT_GE(worst.load(), 0) << "the capacity fell " << -worst.load()
+                             << " below the IPs no pod holds";
+  for (int i = 0; i < 300 && capacity() != kIPs; ++i) absl::SleepFor(absl::Milliseconds(10));
+  EXPECT_EQ(capacity(), kIPs) << "every IP free again";
 }
 
 // The agent reserves what the pods waiting on its node need (their ADDs are still to come),

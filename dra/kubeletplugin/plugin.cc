@@ -22,6 +22,7 @@
 
 #include "base/log.h"
 #include "base/strings.h"
+#include "dra/kubeletplugin/proto/dra_health_v1alpha1.grpc.pb.h"
 #include "dra/kubeletplugin/proto/dra_v1.grpc.pb.h"
 #include "dra/kubeletplugin/proto/dra_v1beta1.grpc.pb.h"
 #include "dra/kubeletplugin/proto/health.grpc.pb.h"
@@ -33,6 +34,7 @@ namespace drav1 = ::k8s::io::kubelet::pkg::apis::dra::v1;
 namespace drav1beta1 = ::k8s::io::kubelet::pkg::apis::dra::v1beta1;
 namespace reg = ::pluginregistration;
 namespace health = ::grpc::health::v1;
+namespace drahealth = ::v1alpha1;
 
 namespace {
 
@@ -369,6 +371,9 @@ struct Plugin::Impl {
       info->set_endpoint(impl_->plugin->sockets_.dra);
       info->add_supported_versions(std::string(kServiceV1));
       info->add_supported_versions(std::string(kServiceV1beta1));
+      if (impl_->plugin->options_.device_health != nullptr) {
+        info->add_supported_versions(std::string(kServiceHealthV1alpha1));
+      }
       return grpc::Status::OK;
     }
     grpc::Status NotifyRegistrationStatus(grpc::ServerContext*, const reg::RegistrationStatus* req,
@@ -509,6 +514,42 @@ struct Plugin::Impl {
     Impl* impl_;
   };
 
+  // The kubelet's device-health stream: the complete list at once, then after every change,
+  // until the kubelet goes away or the plugin stops.
+  class ResourceHealthService final : public drahealth::DRAResourceHealth::Service {
+   public:
+    explicit ResourceHealthService(Impl* impl) : impl_(impl) {}
+    grpc::Status NodeWatchResources(
+        grpc::ServerContext* ctx, const drahealth::NodeWatchResourcesRequest*,
+        grpc::ServerWriter<drahealth::NodeWatchResourcesResponse>* writer) override {
+      const DeviceHealthFeed* feed = impl_->plugin->options_.device_health;
+      uint64_t seen = 0;
+      for (;;) {
+        if (impl_->Stopping() || ctx->IsCancelled()) return grpc::Status::OK;
+        std::optional<DeviceHealthFeed::Snapshot> snap = feed->WaitNewer(seen, absl::Seconds(1));
+        if (!snap.has_value()) continue;
+        seen = snap->version;
+        drahealth::NodeWatchResourcesResponse resp;
+        for (const DeviceHealth& d : snap->devices) {
+          drahealth::DeviceHealth* out = resp.add_devices();
+          out->mutable_device()->set_pool_name(d.pool);
+          out->mutable_device()->set_device_name(d.device);
+          out->set_health(static_cast<drahealth::HealthStatus>(d.status));
+          out->set_last_updated_time(d.last_updated_unix);
+        }
+        if (!writer->Write(resp)) return grpc::Status::OK;  // the kubelet went away
+      }
+    }
+
+   private:
+    Impl* impl_;
+  };
+
+  bool Stopping() {
+    std::lock_guard<std::mutex> l(health_mu);
+    return stopping;
+  }
+
   Plugin* plugin;
   kube::metrics::Family<kube::metrics::Histogram>* operations;
 
@@ -527,6 +568,7 @@ struct Plugin::Impl {
   DraV1Service v1_service{this};
   DraV1beta1Service v1beta1_service{this};
   HealthService health_service{this};
+  ResourceHealthService resource_health_service{this};
 
   std::unique_ptr<grpc::Server> dra_server;
   std::unique_ptr<grpc::Server> registration_server;
@@ -567,6 +609,7 @@ absl::Status Plugin::Start() {
     b.AddListeningPort(base::StrCat("unix:", sockets_.dra), grpc::InsecureServerCredentials());
     b.RegisterService(&impl_->v1_service);
     b.RegisterService(&impl_->v1beta1_service);
+    if (options_.device_health != nullptr) b.RegisterService(&impl_->resource_health_service);
     impl_->dra_server = b.BuildAndStart();
     if (impl_->dra_server == nullptr) {
       return absl::UnavailableError(base::StrCat("cannot serve the DRA socket ", sockets_.dra));

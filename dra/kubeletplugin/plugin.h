@@ -4,6 +4,8 @@
 //   Registration  <registry_dir>/<driver>-reg.sock   (pluginregistration.Registration)
 //   DRA service   <plugin_dir>/dra.sock              (k8s.io.kubelet.pkg.apis.dra.v1 and
 //                                                      v1beta1 .DRAPlugin, same Driver)
+//                                                     with device_health set, also
+//                                                     v1alpha1.DRAResourceHealth (KEP-4680)
 //   Health        TCP :health_port                   (grpc.health.v1.Health, liveness probe)
 //
 // With a pod UID (seamless upgrade, kubelet >= 1.33) the socket names carry it
@@ -28,6 +30,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "dra/kubeletplugin/device_health.h"
 #include "dra/kubeletplugin/driver.h"
 #include "kube/metrics/metrics.h"
 
@@ -40,6 +43,8 @@ inline constexpr std::string_view kDefaultPluginsDir = "/var/lib/kubelet/plugins
 inline constexpr std::string_view kPluginType = "DRAPlugin";
 inline constexpr std::string_view kServiceV1 = "v1.DRAPlugin";
 inline constexpr std::string_view kServiceV1beta1 = "v1beta1.DRAPlugin";
+// The device-health stream kubelets 1.34-1.36 open on every DRA plugin (advertised when served).
+inline constexpr std::string_view kServiceHealthV1alpha1 = "v1alpha1.DRAResourceHealth";
 // Full gRPC method paths (also the metric's method_name label values).
 inline constexpr std::string_view kMethodPrepareV1 =
     "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources";
@@ -49,6 +54,8 @@ inline constexpr std::string_view kMethodPrepareV1beta1 =
     "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/NodePrepareResources";
 inline constexpr std::string_view kMethodUnprepareV1beta1 =
     "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/NodeUnprepareResources";
+inline constexpr std::string_view kMethodNodeWatchResources =
+    "/v1alpha1.DRAResourceHealth/NodeWatchResources";
 inline constexpr std::string_view kMethodGetInfo = "/pluginregistration.Registration/GetInfo";
 inline constexpr std::string_view kMethodNotifyRegistrationStatus =
     "/pluginregistration.Registration/NotifyRegistrationStatus";
@@ -72,6 +79,10 @@ struct PluginOptions {
   // TCP port of the grpc.health.v1 server: -1 = none, 0 = any free port (see health_port()).
   int health_port = -1;
   std::string health_host = "0.0.0.0";
+  // The devices' health for the kubelet's DRAResourceHealth stream (served on the DRA socket
+  // and advertised in GetInfo); must outlive the plugin. nullptr: not served (the kubelet then
+  // logs Unimplemented for its stream).
+  const DeviceHealthFeed* device_health = nullptr;
   // Where kOperationsMetric is registered; nullptr = Registry::Default().
   kube::metrics::Registry* metrics = nullptr;
   // Stop() lets in-flight calls run this long before cancelling them.

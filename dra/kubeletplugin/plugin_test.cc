@@ -238,6 +238,91 @@ TEST_F(PluginTest, RegistrationHandshake) {
   EXPECT_EQ(CallCount(metrics_, kMethodNotifyRegistrationStatus), 1u);
 }
 
+// Without a health feed the service is neither advertised nor served: the kubelet's stream
+// gets UNIMPLEMENTED (what kubelets 1.34-1.36 logged every 5 s before the agent set one).
+TEST_F(PluginTest, ResourceHealthIsServedOnlyWithAFeed) {
+  TestDriver driver(&shared_);
+  Plugin plugin(Options(), &driver);
+  ASSERT_TRUE(plugin.Start().ok());
+  FakeKubelet kubelet(KubeletOptions());
+  ASSERT_TRUE(kubelet.Discover().ok());
+  ASSERT_TRUE(kubelet.current().ok());
+  EXPECT_FALSE(kubelet.current()->resource_health);
+  absl::Status s = kubelet.WatchHealth([](const auto&) { return false; }, std::chrono::seconds(5));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+}
+
+// The stream sends the complete list at once and again after each change (an unchanged Set
+// sends nothing); every open stream gets it; the plugin's Stop() ends the stream.
+TEST_F(PluginTest, ResourceHealthStreamsTheCompleteListOnEveryChange) {
+  DeviceHealthFeed feed;
+  feed.Set({{.pool = "node1", .device = "eth1-0", .status = DeviceHealthStatus::kHealthy,
+             .last_updated_unix = 100}});
+  TestDriver driver(&shared_);
+  PluginOptions o = Options();
+  o.device_health = &feed;
+  Plugin plugin(o, &driver);
+  ASSERT_TRUE(plugin.Start().ok());
+
+  // GetInfo advertises it after the DRA services.
+  auto channel = grpc::CreateChannel("unix:" + plugin.sockets().registration,
+                                     grpc::InsecureChannelCredentials());
+  grpc::ClientContext ctx;
+  pluginregistration::PluginInfo info;
+  ASSERT_TRUE(pluginregistration::Registration::NewStub(channel)->GetInfo(&ctx, {}, &info).ok());
+  ASSERT_EQ(info.supported_versions_size(), 3);
+  EXPECT_EQ(info.supported_versions(2), "v1alpha1.DRAResourceHealth");
+
+  FakeKubelet kubelet(KubeletOptions());
+  ASSERT_TRUE(kubelet.Discover().ok());
+  EXPECT_TRUE(kubelet.current()->resource_health);
+  std::vector<std::vector<DeviceHealth>> got;
+  absl::Status s = kubelet.WatchHealth(
+      [&](const std::vector<DeviceHealth>& devices) {
+        got.push_back(devices);
+        if (got.size() == 1) {
+          feed.Set(devices);  // unchanged: no message
+          feed.Set({{.pool = "node1", .device = "eth1-0",
+                     .status = DeviceHealthStatus::kUnhealthy, .last_updated_unix = 200},
+                    {.pool = "node1", .device = "eth2-0",
+                     .status = DeviceHealthStatus::kHealthy, .last_updated_unix = 200}});
+        }
+        return got.size() < 2;
+      },
+      std::chrono::seconds(10));
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_EQ(got.size(), 2u);
+  ASSERT_EQ(got[0].size(), 1u);
+  EXPECT_EQ(got[0][0], (DeviceHealth{.pool = "node1", .device = "eth1-0",
+                                     .status = DeviceHealthStatus::kHealthy,
+                                     .last_updated_unix = 100}));
+  ASSERT_EQ(got[1].size(), 2u);
+  EXPECT_EQ(got[1][0].status, DeviceHealthStatus::kUnhealthy);
+  EXPECT_EQ(got[1][0].last_updated_unix, 200);
+  EXPECT_EQ(got[1][1].device, "eth2-0");
+
+  // A stream still open when the plugin stops ends (no hang in Stop()).
+  std::atomic<int> messages{0};
+  absl::Status ended;
+  std::thread watcher([&] {
+    ended = kubelet.WatchHealth(
+        [&](const auto&) {
+          ++messages;
+          return true;
+        },
+        std::chrono::seconds(30));
+  });
+  for (int i = 0; i < 2000 && messages.load() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_GT(messages.load(), 0) << "the second stream never got the list";
+  const auto t0 = std::chrono::steady_clock::now();
+  plugin.Stop();
+  watcher.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  EXPECT_NE(ended.code(), absl::StatusCode::kDeadlineExceeded) << ended;
+}
+
 TEST_F(PluginTest, InvalidPluginIsToldWhyAndOtherFilesAreIgnored) {
   TestDriver driver(&shared_);
   PluginOptions o = Options();

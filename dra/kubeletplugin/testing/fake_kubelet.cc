@@ -10,6 +10,7 @@
 
 #include "base/log.h"
 #include "base/strings.h"
+#include "dra/kubeletplugin/proto/dra_health_v1alpha1.grpc.pb.h"
 #include "dra/kubeletplugin/proto/dra_v1.grpc.pb.h"
 #include "dra/kubeletplugin/proto/dra_v1beta1.grpc.pb.h"
 #include "dra/kubeletplugin/proto/pluginregistration.grpc.pb.h"
@@ -184,6 +185,7 @@ absl::Status FakeKubelet::Discover() {
     r.instance.registration_socket = path;
     r.instance.endpoint = info->endpoint();
     r.instance.service = service;
+    r.instance.resource_health = offers(kServiceHealthV1alpha1);
     r.channel = UnixChannel(info->endpoint());
     added.push_back(std::move(r));
   }
@@ -278,6 +280,35 @@ absl::StatusOr<std::map<std::string, std::string>> FakeKubelet::Unprepare(
       drav1beta1::DRAPlugin::NewStub(r->channel)->NodeUnprepareResources(&ctx, req, &resp);
   if (!s.ok()) return FromGrpc(s, "NodeUnprepareResources");
   return DecodeUnprepare(resp);
+}
+
+absl::Status FakeKubelet::WatchHealth(
+    const std::function<bool(const std::vector<DeviceHealth>&)>& on_update,
+    std::chrono::milliseconds timeout) {
+  auto r = Current();
+  if (!r.ok()) return r.status();
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+  ::v1alpha1::NodeWatchResourcesRequest req;
+  auto reader = ::v1alpha1::DRAResourceHealth::NewStub(r->channel)->NodeWatchResources(&ctx, req);
+  ::v1alpha1::NodeWatchResourcesResponse resp;
+  while (reader->Read(&resp)) {
+    std::vector<DeviceHealth> devices;
+    for (const auto& d : resp.devices()) {
+      devices.push_back({.pool = d.device().pool_name(),
+                         .device = d.device().device_name(),
+                         .status = static_cast<DeviceHealthStatus>(d.health()),
+                         .last_updated_unix = d.last_updated_time()});
+    }
+    if (!on_update(devices)) {
+      ctx.TryCancel();
+      (void)reader->Finish();
+      return absl::OkStatus();
+    }
+  }
+  grpc::Status s = reader->Finish();
+  if (!s.ok()) return FromGrpc(s, "NodeWatchResources");
+  return absl::OkStatus();
 }
 
 }  // namespace spiderpool::dra::kubeletplugin::testing

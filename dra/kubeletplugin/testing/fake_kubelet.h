@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,6 +22,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "dra/kubeletplugin/device_health.h"
 #include "dra/kubeletplugin/driver.h"
 #include "dra/kubeletplugin/plugin.h"
 
@@ -47,6 +49,7 @@ class FakeKubelet {
     std::string registration_socket;  // path in registry_dir
     std::string endpoint;             // PluginInfo.endpoint (the DRA socket)
     std::string service;              // chosen: "v1.DRAPlugin" or "v1beta1.DRAPlugin"
+    bool resource_health = false;     // offers "v1alpha1.DRAResourceHealth"
     uint64_t generation = 0;          // registration order; the largest is used
   };
 
@@ -72,6 +75,12 @@ class FakeKubelet {
   // (e.g. DEADLINE_EXCEEDED) comes back as the matching absl status.
   absl::StatusOr<std::map<std::string, PrepareResult>> Prepare(const std::vector<ClaimRef>& claims);
   absl::StatusOr<std::map<std::string, std::string>> Unprepare(const std::vector<ClaimRef>& claims);
+
+  // DRAResourceHealth.NodeWatchResources on current(), as kubelets 1.34-1.36 open it for every
+  // plugin: `on_update` gets each complete device list until it returns false (then OK), the
+  // plugin ends the stream (its gRPC status) or `timeout` passes (DeadlineExceeded).
+  absl::Status WatchHealth(const std::function<bool(const std::vector<DeviceHealth>&)>& on_update,
+                           std::chrono::milliseconds timeout);
 
  private:
   struct Registered {
