@@ -8,6 +8,7 @@
 #   3. the dependency-direction rules (tools/check-deps.sh),
 #   4. the chart, image-script and e2e-script checks (charts/spiderpool/tests/check.sh,
 #      images/check.sh, e2e/kind/lint.sh).
+# 3 and 4 need little CPU and no build: they run in the background during 2.
 # Why the tests run once: a cold run is two full compiles on 2 cores (g++ for the product,
 # clang for the sanitizers), and each costs ~15 minutes; running the tests in the default config
 # as well would add a third. The sanitizer run is the stricter one: the same tests, the same
@@ -257,35 +258,60 @@ run_product_build() {
   fi
 }
 
+# The dependency rules, the chart (helm lint/template + rendered objects), the images' scripts,
+# and the kind e2e scripts and manifests (shellcheck, YAML): one counted check each. They need
+# little CPU and no build of their own, so they run in the background, one after the other,
+# while Bazel builds and tests; each one's output is printed when it is counted.
+CHECKS=(
+  "deps ./tools/check-deps.sh"
+  "chart charts/spiderpool/tests/check.sh"
+  "images images/check.sh"
+  "e2e-lint e2e/kind/lint.sh"
+)
+checks_pid=
+start_checks() {
+  : >"$LOG_DIR/checks.tsv"
+  (
+    for spec in "${CHECKS[@]}"; do
+      read -r name cmd <<<"$spec"
+      t0=$SECONDS
+      $cmd >"$LOG_DIR/check-$name.log" 2>&1
+      printf '%s\t%s\t%s\t%s\n' "$name" "$?" "$((SECONDS - t0))" "$cmd" >>"$LOG_DIR/checks.tsv"
+    done
+  ) &
+  checks_pid=$!
+}
+collect_checks() {
+  wait "$checks_pid"
+  local spec name cmd rc secs reported
+  for spec in "${CHECKS[@]}"; do
+    read -r name cmd <<<"$spec"
+    reported=$(awk -F'\t' -v n="$name" '$1 == n { print $2 " " $3 }' "$LOG_DIR/checks.tsv")
+    read -r rc secs <<<"$reported"
+    echo "=== $name: $cmd (${secs:-?}s, run in the background)"
+    cat "$LOG_DIR/check-$name.log" 2>/dev/null
+    if [[ ${rc:-x} == 0 ]]; then
+      passed=$((passed + 1))
+    else
+      failed=$((failed + 1))
+      failures+=("[$name] $cmd (exit ${rc:-none reported})")
+    fi
+    phases+=("$(printf '%6ss  %s' "${secs:-?}" "check $name (in the background)")")
+  done
+}
+
 configs=${SPIDERPOOL_TEST_CONFIGS:-sanitizers}
 if [[ " $configs " != *" default "* ]]; then
   run_product_build
   phase_done "product build (default config, g++)"
 fi
+start_checks
 for c in $configs; do
   run_bazel_tests "$c"
   phase_done "bazel build + test ($c)"
 done
-
-# The dependency rules, the chart (helm lint/template + rendered objects), the images' scripts,
-# and the kind e2e scripts and manifests (shellcheck, YAML): one counted check each.
-run_check() {  # run_check NAME COMMAND...
-  local name=$1
-  shift
-  echo "=== $name: $*"
-  if "$@"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    failures+=("[$name] $*")
-  fi
-}
-run_check deps ./tools/check-deps.sh
-phase_done "dependency rules"
-run_check chart charts/spiderpool/tests/check.sh
-run_check images images/check.sh
-run_check e2e-lint e2e/kind/lint.sh
-phase_done "chart, images, e2e-lint checks"
+collect_checks
+phase_done "waiting for the background checks"
 
 summary
 [[ $failed -eq 0 ]]
