@@ -190,6 +190,13 @@ grpc::Status PrepareAt(const std::string& endpoint, const std::vector<std::strin
   return drav1::DRAPlugin::NewStub(channel)->NodePrepareResources(&ctx, req, resp);
 }
 
+// Registration.GetInfo on a registration socket, as the kubelet's plugin watcher calls it.
+grpc::Status GetInfoAt(const std::string& socket, pluginregistration::PluginInfo* info) {
+  auto channel = grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials());
+  grpc::ClientContext ctx;
+  return pluginregistration::Registration::NewStub(channel)->GetInfo(&ctx, {}, info);
+}
+
 ClaimRef Claim(const std::string& uid) { return ClaimRef{"default", uid, "claim-" + uid}; }
 
 uint64_t CallCount(kube::metrics::Registry& r, std::string_view method) {
@@ -207,11 +214,8 @@ TEST_F(PluginTest, RegistrationHandshake) {
   EXPECT_FALSE(plugin.registration_status().has_value());
 
   // GetInfo exactly as the kubelet reads it.
-  auto channel = grpc::CreateChannel("unix:" + plugin.sockets().registration,
-                                     grpc::InsecureChannelCredentials());
-  grpc::ClientContext ctx;
   pluginregistration::PluginInfo info;
-  ASSERT_TRUE(pluginregistration::Registration::NewStub(channel)->GetInfo(&ctx, {}, &info).ok());
+  ASSERT_TRUE(GetInfoAt(plugin.sockets().registration, &info).ok());
   EXPECT_EQ(info.type(), "DRAPlugin");
   EXPECT_EQ(info.name(), "netresources.spidernet.io");
   EXPECT_EQ(info.endpoint(), plugin.sockets().dra);
@@ -265,11 +269,8 @@ TEST_F(PluginTest, ResourceHealthStreamsTheCompleteListOnEveryChange) {
   ASSERT_TRUE(plugin.Start().ok());
 
   // GetInfo advertises it after the DRA services.
-  auto channel = grpc::CreateChannel("unix:" + plugin.sockets().registration,
-                                     grpc::InsecureChannelCredentials());
-  grpc::ClientContext ctx;
   pluginregistration::PluginInfo info;
-  ASSERT_TRUE(pluginregistration::Registration::NewStub(channel)->GetInfo(&ctx, {}, &info).ok());
+  ASSERT_TRUE(GetInfoAt(plugin.sockets().registration, &info).ok());
   ASSERT_EQ(info.supported_versions_size(), 3);
   EXPECT_EQ(info.supported_versions(2), "v1alpha1.DRAResourceHealth");
 
