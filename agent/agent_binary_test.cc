@@ -3,8 +3,11 @@
 // becomes `spiderpool-agent-dra` (same pid) with --dra-enabled or --device-plugin-enabled.
 // Real processes against the loopback API server (or SPIDERPOOL_TEST_KUBECONFIG).
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -109,6 +112,43 @@ TEST_F(AgentBinaryTest, DraEnabledBecomesTheDraBinary) {
   EXPECT_EQ(Exe(), "spiderpool-agent-dra");
   EXPECT_NE(Maps().find("libgrpc"), std::string::npos);
   EXPECT_NE(ReadFile(Log()).find("dra_socket="), std::string::npos) << ReadFile(Log());
+}
+
+// A start-up failure after the IPAM service and the DRA stack are running (here: the health
+// port is taken) exits with the error and status 1, stopping what it started on the way out;
+// it used to die in std::terminate ("std::system_error: Invalid argument", issue 18).
+TEST_F(AgentBinaryTest, TakenHealthPortExitsWithTheErrorNotACrash) {
+  if (cluster_->loopback() == nullptr) {
+    GTEST_SKIP() << "publishes ResourceSlices for a made-up node: loopback server only";
+  }
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  addr.sin_port = 0;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const int taken = ntohs(addr.sin_port);
+
+  auto r = base::RunProcess(
+      {.argv = {Runfile("agent/spiderpool-agent"), "--node-name=" + cluster_->ns() + "-node",
+                "--kubeconfig=" + kubeconfig_, "--socket=" + tmp_ + "/ipam.sock",
+                "--health-port=" + std::to_string(taken), "--dra-enabled", "--sysfs-root=",
+                "--kubelet-registry-dir=" + tmp_ + "/registry",
+                "--kubelet-plugins-dir=" + tmp_ + "/plugins", "--dra-cdi-dir=" + tmp_ + "/cdi",
+                "--dra-health-port=-1"},
+       .inherit_env = true});
+  ::close(fd);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const std::string out = r->stdout_data + r->stderr_data;
+  EXPECT_EQ(r->exit_code, 1) << out;
+  EXPECT_NE(out.find("health server: cannot bind"), std::string::npos) << out;
+  EXPECT_EQ(out.find("terminate called"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(tmp_ + "/registry/netresources.spidernet.io-reg.sock"))
+      << "the kubelet plugin's registration socket was left behind";
 }
 
 TEST_F(AgentBinaryTest, DevicePluginWithoutTheDraBinaryFailsClearly) {
