@@ -390,5 +390,59 @@ TEST_F(WebhookIntegrationTest, CertDirModeAsARunnable) {
   std::filesystem::remove_all(dir);
 }
 
+// A controller started before its webhook configurations exist (cert_dir mode) serves anyway
+// and patches their caBundle once they appear, instead of exiting (and crash-looping) with
+// "MutatingWebhookConfiguration ... not found" (issue 18).
+TEST_F(WebhookIntegrationTest, CertDirModeWaitsForItsConfigurations) {
+  char tmpl[] = "/tmp/sp-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  kw::ServingCertOptions co;
+  co.service_name = "spiderpool-controller-3";
+  co.service_namespace = cluster_->ns();
+  auto bundle = kw::GenerateServingBundle(co);
+  ASSERT_TRUE(bundle.ok());
+  std::ofstream(dir + "/tls.crt") << bundle->cert_pem;
+  std::ofstream(dir + "/tls.key") << bundle->key_pem;
+  std::ofstream(dir + "/ca.crt") << bundle->ca_pem;
+  WebhookServerOptions o;
+  o.bind_address = "127.0.0.1";
+  o.port = 0;
+  o.cert_dir = dir;
+  o.cert_reload_interval = absl::Milliseconds(50);
+  o.service_name = "spiderpool-controller-3";
+  o.service_namespace = cluster_->ns();
+  o.mutating_configuration_name = Name("late");
+  o.validating_configuration_name = Name("late");
+  o.ippool_informer = pools_.get();
+  o.subnet_informer = subnets_.get();
+  auto w = WebhookServer::Create(rest_, std::move(o));
+  ASSERT_TRUE(w.ok()) << w.status();
+  WebhookServer& late = **w;
+  ASSERT_TRUE(late.Start().ok()) << "a missing configuration must not fail Start";
+  EXPECT_TRUE(late.CheckHealth().ok());
+  EXPECT_EQ(late.ca_bundle_pem(), "") << "nothing patched yet";
+
+  // The configurations appear (as the chart would create them), without a caBundle.
+  kw::MutatingWebhookConfiguration m = late.MutatingConfiguration();
+  kw::ValidatingWebhookConfiguration v = late.ValidatingConfiguration();
+  for (auto& h : m.webhooks) h.client_config.ca_bundle.clear();
+  for (auto& h : v.webhooks) h.client_config.ca_bundle.clear();
+  ASSERT_TRUE(kube::Client<kw::MutatingWebhookConfiguration>(rest_).Create(m).ok());
+  ASSERT_TRUE(kube::Client<kw::ValidatingWebhookConfiguration>(rest_).Create(v).ok());
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);  // a failure guard only
+  while (late.ca_bundle_pem() != bundle->ca_pem && absl::Now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(late.ca_bundle_pem(), bundle->ca_pem);
+  auto got = kube::Client<kw::ValidatingWebhookConfiguration>(rest_).Get("", Name("late"));
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got->webhooks[0].client_config.CABundlePEM(), bundle->ca_pem);
+  late.Stop();
+  ASSERT_TRUE(kube::Client<kw::ValidatingWebhookConfiguration>(rest_).Delete("", Name("late")).ok());
+  ASSERT_TRUE(kube::Client<kw::MutatingWebhookConfiguration>(rest_).Delete("", Name("late")).ok());
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace spiderpool::op::webhook

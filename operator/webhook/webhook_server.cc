@@ -176,7 +176,10 @@ absl::Status WebhookServer::SyncCertDirCA() {
 }
 
 void WebhookServer::CertDirLoop(std::stop_token stop) {
-  while (clock_.SleepFor(options_.cert_reload_interval, stop)) {
+  const absl::Duration every = options_.cert_reload_interval > absl::ZeroDuration()
+                                   ? options_.cert_reload_interval
+                                   : absl::Seconds(10);
+  while (clock_.SleepFor(every, stop)) {
     absl::Status s = SyncCertDirCA();
     if (!s.ok()) {
       SP_LOG(Warning).Msg("cannot sync the webhook caBundle from ca.crt")
@@ -186,16 +189,23 @@ void WebhookServer::CertDirLoop(std::stop_token stop) {
 }
 
 absl::Status WebhookServer::Start() {
+  bool ca_pending = false;  // cert_dir mode: the configurations are not there yet
   if (certs_ != nullptr) {
     absl::StatusOr<kw::ServingBundle> b = certs_->Sync();  // on_change installs it
     if (!b.ok()) return base::Annotate(b.status(), "webhook certificates");
-  } else {
-    SP_RETURN_IF_ERROR(base::Annotate(SyncCertDirCA(), "webhook caBundle"));
+  } else if (absl::Status s = SyncCertDirCA(); !s.ok()) {
+    if (!absl::IsNotFound(s)) return base::Annotate(s, "webhook caBundle");
+    // A controller started before its configurations (the chart creates them, possibly
+    // later) must not crash-loop: serve, and patch the caBundle once they exist.
+    SP_LOG(Warning)
+        .Msg("webhook configurations not found yet: their caBundle is patched once they exist")
+        .KV("err", std::string(s.message()));
+    ca_pending = true;
   }
   SP_RETURN_IF_ERROR(server_.Start());
   if (certs_ != nullptr) {
     loop_ = std::jthread([this](std::stop_token stop) { certs_->Run(stop); });
-  } else if (options_.cert_reload_interval > absl::ZeroDuration()) {
+  } else if (options_.cert_reload_interval > absl::ZeroDuration() || ca_pending) {
     loop_ = std::jthread([this](std::stop_token stop) { CertDirLoop(stop); });
   }
   return absl::OkStatus();

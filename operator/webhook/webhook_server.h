@@ -20,8 +20,10 @@
 //   * otherwise: the Secret `tls_secret_name` in service_namespace is ensured (created, reused
 //     when valid, rotated before expiry: kube::webhook::CertManager), the caBundle patched, and
 //     the Secret re-checked every cert_check_interval.
-// The webhook configurations themselves are the chart's job (or EnsureConfigurations below);
-// a configuration that does not exist yet makes the caBundle patch fail and Start fails.
+// The webhook configurations themselves are the chart's job (or EnsureConfigurations below).
+// In cert_dir mode a configuration that does not exist yet is waited for: Start serves anyway
+// (logging why) and the reload loop patches the caBundle once it appears (every
+// cert_reload_interval, 10 s if that is 0); any other patch error fails Start.
 
 #include <memory>
 #include <stop_token>
