@@ -32,7 +32,11 @@ int64_t FreeIPs(const api::SpiderIPPool& pool) {
 // This node's reservations in the pool status that `handed_out` does not list.
 int64_t UnusedReservations(const api::SpiderIPPool& pool, const std::string& node_name,
                            const HandedOutFn& handed_out) {
-  if (!pool.status.allocated_ips.has_value()) return 0;
+  // Most pools hold no reservation of this node: skip parsing their records then.
+  if (!pool.status.allocated_ips.has_value() ||
+      pool.status.allocated_ips->find(node_name) == std::string::npos) {
+    return 0;
+  }
   absl::StatusOr<api::PoolIPAllocations> records = pool.AllocatedIPs();
   if (!records.ok()) return 0;  // what the status writers could not parse counts as taken
   std::set<base::IPAddress> held;

@@ -35,10 +35,8 @@ TEST(ParseParameters, AcceptsExactlyTheDocumentedShape) {
 }
 
 // (A vector, not a Json: `Json x = {one_object}` is an array for one compiler and a copy of
-// the object for another, CWG 1467.)
+// the object for another, CWG 1467; Json(vector) is always an array.)
 ResourceClaim Claim(std::vector<Json> configs) {
-  Json config_list = Json::array();
-  for (Json& c : configs) config_list.push_back(std::move(c));
   Json j = {{"apiVersion", "resource.k8s.io/v1"},
             {"kind", "ResourceClaim"},
             {"metadata", {{"name", "c"}, {"namespace", "ns"}}},
@@ -49,7 +47,7 @@ ResourceClaim Claim(std::vector<Json> configs) {
                    {{{"request", "a"}, {"driver", kDriverName}, {"pool", "n1"}, {"device", "eth1"}},
                     {{"request", "b/x"}, {"driver", kDriverName}, {"pool", "n1"}, {"device", "eth2"}},
                     {{"request", "g"}, {"driver", "gpu"}, {"pool", "n1"}, {"device", "gpu0"}}}},
-                  {"config", std::move(config_list)}}}}}}}};
+                  {"config", Json(std::move(configs))}}}}}}}};
   auto c = api::resource_v1::DecodeResourceClaim(j);
   EXPECT_TRUE(c.ok()) << c.status();
   return *c;

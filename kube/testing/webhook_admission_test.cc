@@ -217,7 +217,7 @@ class WebhookTest : public ::testing::Test {
                Json extra = {}) {
     Json h = {{"name", name},
               {"clientConfig", std::move(client_config)},
-              {"rules", List(std::move(rules))},
+              {"rules", Json(std::move(rules))},
               {"sideEffects", "None"},
               {"admissionReviewVersions", {"v1"}}};
     if (extra.is_object()) {
@@ -226,16 +226,10 @@ class WebhookTest : public ::testing::Test {
     return h;
   }
 
-  // (Lists as vectors, not Json: `Json x = {one_object}` is an array for one compiler and a
-  // copy of the object for another, CWG 1467.)
-  static Json List(std::vector<Json> items) {
-    Json out = Json::array();
-    for (Json& j : items) out.push_back(std::move(j));
-    return out;
-  }
-
+  // Lists as vectors, not Json: `Json x = {one_object}` is an array for one compiler and a copy
+  // of the object for another (CWG 1467); Json(vector) is always an array.
   void Register(const char* path, const std::string& config_name, std::vector<Json> webhooks) {
-    Json cfg = {{"metadata", {{"name", config_name}}}, {"webhooks", List(std::move(webhooks))}};
+    Json cfg = {{"metadata", {{"name", config_name}}}, {"webhooks", Json(std::move(webhooks))}};
     auto r = server_->Call("POST", path, cfg);
     ASSERT_EQ(r.code, 201) << base::DumpJson(r.body);
   }

@@ -93,6 +93,22 @@ class WebhookIntegrationTest : public ::testing::Test {
 
   std::string Name(const std::string& s) const { return cluster_->ns() + "-" + s; }
 
+  // A cert_dir-mode server on 127.0.0.1 for Service `service`, configurations Name(config).
+  WebhookServerOptions CertDirOptions(const std::string& dir, const std::string& service,
+                                      const std::string& config) {
+    WebhookServerOptions o;
+    o.bind_address = "127.0.0.1";
+    o.port = 0;
+    o.cert_dir = dir;
+    o.service_name = service;
+    o.service_namespace = cluster_->ns();
+    o.mutating_configuration_name = Name(config);
+    o.validating_configuration_name = Name(config);
+    o.ippool_informer = pools_.get();
+    o.subnet_informer = subnets_.get();
+    return o;
+  }
+
   absl::StatusOr<api::SpiderIPPool> CreatePool(const std::string& name, const std::string& subnet,
                                                std::vector<std::string> ips,
                                                std::optional<std::string> gateway = {}) {
@@ -321,33 +337,32 @@ TEST_F(WebhookIntegrationTest, CertificateRotation) {
   EXPECT_EQ(p->spec.ip_version, 4);
 }
 
+// cert_dir mode: a temporary directory with tls.crt, tls.key and ca.crt (as a mounted Secret)
+// for the Service `service`, and the options of a server using it, whose configurations are
+// Name(config).
+void WriteCertDir(const std::string& service, const std::string& ns, std::string* dir,
+                  kw::ServingBundle* bundle) {
+  char tmpl[] = "/tmp/sp-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  *dir = tmpl;
+  kw::ServingCertOptions co;
+  co.service_name = service;
+  co.service_namespace = ns;
+  auto b = kw::GenerateServingBundle(co);
+  ASSERT_TRUE(b.ok()) << b.status();
+  *bundle = *b;
+  std::ofstream(*dir + "/tls.crt") << bundle->cert_pem;
+  std::ofstream(*dir + "/tls.key") << bundle->key_pem;
+  std::ofstream(*dir + "/ca.crt") << bundle->ca_pem;
+}
+
 // The other certificate mode (files of a mounted Secret, ca.crt patched into the caBundle) and
 // the kube::Runnable entry point.
 TEST_F(WebhookIntegrationTest, CertDirModeAsARunnable) {
-  char tmpl[] = "/tmp/sp-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
-  kw::ServingCertOptions co;
-  co.service_name = "spiderpool-controller-2";
-  co.service_namespace = cluster_->ns();
-  auto bundle = kw::GenerateServingBundle(co);
-  ASSERT_TRUE(bundle.ok());
-  for (const auto& [name, data] : {std::pair<std::string, std::string>{"tls.crt", bundle->cert_pem},
-                                   {"tls.key", bundle->key_pem},
-                                   {"ca.crt", bundle->ca_pem}}) {
-    std::ofstream(dir + "/" + name) << data;
-  }
-  WebhookServerOptions o;
-  o.bind_address = "127.0.0.1";
-  o.port = 0;
-  o.cert_dir = dir;
-  o.service_name = "spiderpool-controller-2";
-  o.service_namespace = cluster_->ns();
-  o.mutating_configuration_name = Name("dir");
-  o.validating_configuration_name = Name("dir");
-  o.ippool_informer = pools_.get();
-  o.subnet_informer = subnets_.get();
-  auto w = WebhookServer::Create(rest_, std::move(o));
+  std::string dir;
+  kw::ServingBundle bundle;
+  ASSERT_NO_FATAL_FAILURE(WriteCertDir("spiderpool-controller-2", cluster_->ns(), &dir, &bundle));
+  auto w = WebhookServer::Create(rest_, CertDirOptions(dir, "spiderpool-controller-2", "dir"));
   ASSERT_TRUE(w.ok()) << w.status();
   WebhookServer& second = **w;
   ASSERT_TRUE(second.EnsureConfigurations().ok());
@@ -358,10 +373,10 @@ TEST_F(WebhookIntegrationTest, CertDirModeAsARunnable) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   ASSERT_TRUE(second.CheckHealth().ok());
-  EXPECT_EQ(second.ca_bundle_pem(), bundle->ca_pem);
+  EXPECT_EQ(second.ca_bundle_pem(), bundle.ca_pem);
   auto v = kube::Client<kw::ValidatingWebhookConfiguration>(rest_).Get("", Name("dir"));
   ASSERT_TRUE(v.ok());
-  EXPECT_EQ(*v->webhooks[0].client_config.CABundlePEM(), bundle->ca_pem);
+  EXPECT_EQ(*v->webhooks[0].client_config.CABundlePEM(), bundle.ca_pem);
   EXPECT_EQ(v->webhooks[0].client_config.service->name, "spiderpool-controller-2");
 
   api::ResourceInfo services{.group = "", .version = "v1", .kind = "Service",
@@ -394,28 +409,11 @@ TEST_F(WebhookIntegrationTest, CertDirModeAsARunnable) {
 // and patches their caBundle once they appear, instead of exiting (and crash-looping) with
 // "MutatingWebhookConfiguration ... not found" (issue 18).
 TEST_F(WebhookIntegrationTest, CertDirModeWaitsForItsConfigurations) {
-  char tmpl[] = "/tmp/sp-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
-  kw::ServingCertOptions co;
-  co.service_name = "spiderpool-controller-3";
-  co.service_namespace = cluster_->ns();
-  auto bundle = kw::GenerateServingBundle(co);
-  ASSERT_TRUE(bundle.ok());
-  std::ofstream(dir + "/tls.crt") << bundle->cert_pem;
-  std::ofstream(dir + "/tls.key") << bundle->key_pem;
-  std::ofstream(dir + "/ca.crt") << bundle->ca_pem;
-  WebhookServerOptions o;
-  o.bind_address = "127.0.0.1";
-  o.port = 0;
-  o.cert_dir = dir;
+  std::string dir;
+  kw::ServingBundle bundle;
+  ASSERT_NO_FATAL_FAILURE(WriteCertDir("spiderpool-controller-3", cluster_->ns(), &dir, &bundle));
+  WebhookServerOptions o = CertDirOptions(dir, "spiderpool-controller-3", "late");
   o.cert_reload_interval = absl::Milliseconds(50);
-  o.service_name = "spiderpool-controller-3";
-  o.service_namespace = cluster_->ns();
-  o.mutating_configuration_name = Name("late");
-  o.validating_configuration_name = Name("late");
-  o.ippool_informer = pools_.get();
-  o.subnet_informer = subnets_.get();
   auto w = WebhookServer::Create(rest_, std::move(o));
   ASSERT_TRUE(w.ok()) << w.status();
   WebhookServer& late = **w;
@@ -431,14 +429,15 @@ TEST_F(WebhookIntegrationTest, CertDirModeWaitsForItsConfigurations) {
   ASSERT_TRUE(kube::Client<kw::MutatingWebhookConfiguration>(rest_).Create(m).ok());
   ASSERT_TRUE(kube::Client<kw::ValidatingWebhookConfiguration>(rest_).Create(v).ok());
   const absl::Time deadline = absl::Now() + absl::Seconds(30);  // a failure guard only
-  while (late.ca_bundle_pem() != bundle->ca_pem && absl::Now() < deadline) {
+  while (late.ca_bundle_pem() != bundle.ca_pem && absl::Now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  EXPECT_EQ(late.ca_bundle_pem(), bundle->ca_pem);
+  EXPECT_EQ(late.ca_bundle_pem(), bundle.ca_pem);
   auto got = kube::Client<kw::ValidatingWebhookConfiguration>(rest_).Get("", Name("late"));
-  ASSERT_TRUE(got.ok()) << got.status();
-  EXPECT_EQ(*got->webhooks[0].client_config.CABundlePEM(), bundle->ca_pem);
+  EXPECT_TRUE(got.ok()) << got.status();
+  if (got.ok()) EXPECT_EQ(*got->webhooks[0].client_config.CABundlePEM(), bundle.ca_pem);
   late.Stop();
+  // Always removed (no ASSERT above): they point at a stopped server.
   ASSERT_TRUE(kube::Client<kw::ValidatingWebhookConfiguration>(rest_).Delete("", Name("late")).ok());
   ASSERT_TRUE(kube::Client<kw::MutatingWebhookConfiguration>(rest_).Delete("", Name("late")).ok());
   std::filesystem::remove_all(dir);
