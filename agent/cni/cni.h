@@ -35,6 +35,14 @@ inline constexpr int kErrPluginNotAvailable = 50;  // CNI 1.1 STATUS
 inline constexpr int kErrAgent = 100;
 // The agent answered 200 with a body that does not decode or does not make sense.
 inline constexpr int kErrAgentResponse = 101;
+// ADD with enableIPConflictDetection: another host answered for the allocated IP (the IPs were
+// released first). msg names the IP and the MAC that answered.
+inline constexpr int kErrIPConflict = 102;
+// ADD with enableGatewayDetection: the gateway never answered (the IPs were released first).
+inline constexpr int kErrGatewayUnreachable = 103;
+// ADD with a detection flag: detection could not run (netns, link or socket failure; the IPs were
+// released first).
+inline constexpr int kErrDetectionFailed = 104;
 
 struct CniError {
   int code = 0;

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
@@ -15,6 +16,8 @@
 #include "agent/cni/agent_client.h"
 #include "agent/cni/cni.h"
 #include "agent/ipamapi/ipamapi.h"
+#include "agent/cni/netprobe.h"
+#include "base/ip.h"
 #include "base/log.h"
 #include "base/strings.h"
 
@@ -162,6 +165,116 @@ std::chrono::steady_clock::time_point DeadlineFor(const NetConf& conf) {
          std::chrono::microseconds(static_cast<int64_t>(conf.timeout_seconds * 1e6));
 }
 
+ipamapi::IpamDelArgs DelArgs(const Invocation& inv) {
+  return ipamapi::IpamDelArgs{.container_id = inv.env.container_id,
+                              .if_name = inv.env.ifname,
+                              .net_namespace = inv.env.netns,
+                              .pod_namespace = inv.k8s.pod_namespace,
+                              .pod_name = inv.k8s.pod_name,
+                              .pod_uid = inv.k8s.pod_uid};
+}
+
+// DELETE /v1/ipam/ip with the DEL arguments; what happened, for logs and error details.
+std::string Release(const Invocation& inv, AgentClient& client) {
+  AgentReply r = client.Delete(ipamapi::kIPPath, ipamapi::ToJson(DelArgs(inv)));
+  if (!r.ok()) {
+    SP_LOG(Error).Msg("IP release failed; left to GC").KV("details", r.failure_text);
+    return base::StrCat("releasing the IPs failed (left to GC): ", r.failure_text);
+  }
+  if (r.status == ipamapi::kStatusOK || r.status == ipamapi::kStatusConflict) {
+    SP_LOG(Info).Msg("IP released").KV("status", r.status);
+    return "the pod's IPs were released";
+  }
+  std::string msg = ipamapi::ErrorMessageFromBody(r.body);
+  SP_LOG(Error).Msg("IP release refused; left to GC").KV("status", r.status).KV("message", msg);
+  return base::StrCat("releasing the IPs failed (left to GC): HTTP ", r.status,
+                      msg.empty() ? "" : ": ", msg);
+}
+
+// Upstream's IPAM-side detection (reference §2.9): for the IPs of CNI_IFNAME whose IpConfig asks
+// for it, IP conflict detection, then gateway detection, then announcements. Nothing happens
+// (no namespace is entered) when no IP of this NIC has a detection flag. On a conflict, an
+// unreachable gateway or a probe failure the pod's IPs are released first; the error is
+// returned.
+std::optional<CniError> DetectAndAnnounce(const Invocation& inv,
+                                          const ipamapi::IpamAddResponse& resp,
+                                          AgentClient& client) {
+  struct GatewayCheck {
+    base::IPAddress source, gateway;
+  };
+  std::vector<base::IPAddress> all, conflict;
+  std::vector<GatewayCheck> gateways;
+  bool wanted = false;
+  for (const ipamapi::IpConfig& ip : resp.ips) {
+    if (ip.nic != inv.env.ifname) continue;
+    auto prefix = base::IPPrefix::Parse(ip.address);  // BuildResult has validated it
+    if (!prefix.ok()) continue;
+    all.push_back(prefix->address());
+    wanted = wanted || ip.enable_ip_conflict_detection || ip.enable_gateway_detection;
+    if (ip.enable_ip_conflict_detection) conflict.push_back(prefix->address());
+    if (!ip.enable_gateway_detection) continue;
+    auto gw = base::IPAddress::Parse(ip.gateway);
+    if (ip.gateway.empty() || !gw.ok() || gw->family() != prefix->family()) {
+      SP_LOG(Warning).Msg("gateway detection asked for an IP without a usable gateway; skipped")
+          .KV("ip", ip.address).KV("gateway", ip.gateway);
+      continue;
+    }
+    gateways.push_back({prefix->address(), *gw});
+  }
+  if (!wanted) return std::nullopt;
+
+  netprobe::Prober& prober = inv.hooks.prober ? *inv.hooks.prober : netprobe::SystemProber();
+  const netprobe::Link link{.netns_path = inv.env.netns, .ifname = inv.env.ifname};
+  netprobe::Timing timing;
+  // The IPv6 wait for the link-local address's DAD may use at most half the time left.
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      inv.deadline - std::chrono::steady_clock::now());
+  timing.dad_wait = std::clamp(left / 2, std::chrono::milliseconds(0), timing.dad_wait);
+  auto fail = [&](int code, std::string msg, std::string_view details) {
+    SP_LOG(Error).Msg(msg).KV("details", details);
+    std::string released = Release(inv, client);
+    return CniError{code, std::move(msg), base::StrCat(details, "; ", released)};
+  };
+  std::string tries = base::StrCat(timing.tries, " tries of ", timing.per_try.count(), "ms");
+
+  if (!conflict.empty()) {
+    auto r = prober.ProbeConflict(link, conflict, timing);
+    if (!r.ok()) {
+      return fail(kErrDetectionFailed, "spiderpool IP conflict detection failed",
+                  base::FromAbsl(r.status().message()));
+    }
+    if (r->has_value()) {
+      const netprobe::Conflict& c = **r;
+      return fail(kErrIPConflict,
+                  base::StrCat("IP conflict: ", c.ip.ToString(), " is already used by ",
+                               netprobe::MacToString(c.mac)),
+                  base::StrCat(c.ip.is_v4() ? "ARP probe" : "duplicate address detection",
+                               " from ", inv.env.ifname, " was answered"));
+    }
+    SP_LOG(Debug).Msg("no IP conflict").KV("ips", conflict.size());
+  }
+  for (const GatewayCheck& g : gateways) {
+    auto r = prober.ProbeGateway(link, g.source, g.gateway, timing);
+    if (!r.ok()) {
+      return fail(kErrDetectionFailed, "spiderpool gateway detection failed",
+                  base::FromAbsl(r.status().message()));
+    }
+    if (!r->has_value()) {
+      return fail(kErrGatewayUnreachable,
+                  base::StrCat("gateway ", g.gateway.ToString(), " is unreachable from ",
+                               g.source.ToString(), " on ", inv.env.ifname),
+                  base::StrCat("no ", g.gateway.is_v4() ? "ARP reply" : "neighbour advertisement",
+                               " after ", tries));
+    }
+    SP_LOG(Debug).Msg("gateway reachable").KV("gateway", g.gateway.ToString())
+        .KV("mac", netprobe::MacToString(**r));
+  }
+  if (absl::Status s = prober.Announce(link, all); !s.ok()) {
+    SP_LOG(Warning).Msg("announcing the IPs failed").KV("error", base::FromAbsl(s.message()));
+  }
+  return std::nullopt;
+}
+
 Outcome CmdAdd(Invocation& inv) {
   const std::string& v = inv.conf.cni_version;
   std::vector<std::string> missing;
@@ -240,6 +353,7 @@ Outcome CmdAdd(Invocation& inv) {
                  base::StrCat(what, ": the response has IPs for other interfaces only")},
                 v);
   }
+  if (auto e = DetectAndAnnounce(inv, *resp, client)) return Fail(*e, v);
   std::string text = base::DumpJson(*result);
   SP_LOG(Info).Msg("IPAM allocation result").KV("result", text);
   return Succeed(std::move(text));
@@ -262,21 +376,7 @@ Outcome CmdDel(Invocation& inv) {
         .KV("details", e->details);
     return Succeed();
   }
-  ipamapi::IpamDelArgs args{.container_id = inv.env.container_id,
-                            .if_name = inv.env.ifname,
-                            .net_namespace = inv.env.netns,
-                            .pod_namespace = inv.k8s.pod_namespace,
-                            .pod_name = inv.k8s.pod_name,
-                            .pod_uid = inv.k8s.pod_uid};
-  AgentReply r = client.Delete(ipamapi::kIPPath, ipamapi::ToJson(args));
-  if (!r.ok()) {
-    SP_LOG(Error).Msg("IP release failed; left to GC").KV("details", r.failure_text);
-  } else if (r.status == ipamapi::kStatusOK || r.status == ipamapi::kStatusConflict) {
-    SP_LOG(Info).Msg("IP released").KV("status", r.status);
-  } else {
-    SP_LOG(Error).Msg("IP release refused; left to GC").KV("status", r.status)
-        .KV("message", ipamapi::ErrorMessageFromBody(r.body));
-  }
+  Release(inv, client);
   return Succeed();
 }
 

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "agent/cni/netprobe.h"
+
 namespace spiderpool::agent::cni {
 
 // The CNI_* environment (an unset variable and an empty one are the same, as in libcni).
@@ -33,6 +35,10 @@ struct RunHooks {
       deadline_known;
   // Reads stdin; not called for VERSION (libcni does not send a config there).
   std::function<bool(std::string* out, std::string* error)> read_stdin;
+  // IP conflict / gateway detection and announcements on ADD (only used when the agent's answer
+  // sets enableIPConflictDetection / enableGatewayDetection for an IP of CNI_IFNAME).
+  // nullptr = netprobe::SystemProber().
+  netprobe::Prober* prober = nullptr;
 };
 
 Outcome Run(const Env& env, const RunHooks& hooks);

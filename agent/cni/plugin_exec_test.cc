@@ -29,7 +29,7 @@
 #include "agent/ipamapi/ipamapi.h"
 #include "base/json.h"
 #include "base/sigpipe.h"
-#include "httplib.h"
+#include "agent/cni/fake_agent.h"
 
 extern char** environ;
 
@@ -44,82 +44,6 @@ std::string PluginPath() {
   std::string base = srcdir ? srcdir : ".";
   return base + "/spiderpool/agent/cni/spiderpool";
 }
-
-struct Recorded {
-  std::string method;
-  std::string path;
-  std::string body;
-};
-
-// A fake agent. Each endpoint answers with a configurable status and body; `block_post`
-// makes POST/DELETE wait until the test ends (for timeouts).
-class FakeAgent {
- public:
-  explicit FakeAgent(const std::string& socket_path) : socket_path_(socket_path) {
-    svr_.set_address_family(AF_UNIX);
-    svr_.Get("/v1/ipam/healthy", [this](const httplib::Request& req, httplib::Response& res) {
-      Record(req);
-      std::lock_guard<std::mutex> l(mu_);
-      res.status = healthy_status;
-    });
-    svr_.Post("/v1/ipam/ip", [this](const httplib::Request& req, httplib::Response& res) {
-      Record(req);
-      Answer(post_status, post_body, res);
-    });
-    svr_.Delete("/v1/ipam/ip", [this](const httplib::Request& req, httplib::Response& res) {
-      Record(req);
-      Answer(del_status, del_body, res);
-    });
-    unlink(socket_path_.c_str());
-    EXPECT_TRUE(svr_.bind_to_port(socket_path_.c_str(), 80));
-    thread_ = std::thread([this] { svr_.listen_after_bind(); });
-    // stop() is a no-op until the accept loop runs: wait for it (connections made before
-    // that already queue in the listen backlog, so this is only about shutdown).
-    while (!svr_.is_running()) std::this_thread::yield();
-  }
-  ~FakeAgent() {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      released_ = true;
-    }
-    cv_.notify_all();
-    svr_.stop();
-    thread_.join();
-    unlink(socket_path_.c_str());
-  }
-  std::vector<Recorded> requests() {
-    std::lock_guard<std::mutex> l(mu_);
-    return requests_;
-  }
-
-  // Configuration (set before running the plugin).
-  int healthy_status = 200;
-  int post_status = 200;
-  std::string post_body;
-  int del_status = 200;
-  std::string del_body;
-  bool block = false;
-
- private:
-  void Record(const httplib::Request& req) {
-    std::lock_guard<std::mutex> l(mu_);
-    requests_.push_back({req.method, req.path, req.body});
-  }
-  void Answer(int status, const std::string& body, httplib::Response& res) {
-    std::unique_lock<std::mutex> l(mu_);
-    if (block) cv_.wait(l, [this] { return released_; });
-    res.status = status;
-    if (!body.empty()) res.set_content(body, "application/json");
-  }
-
-  std::string socket_path_;
-  httplib::Server svr_;
-  std::thread thread_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool released_ = false;
-  std::vector<Recorded> requests_;
-};
 
 struct Exec {
   int exit_code = -1;
@@ -501,6 +425,23 @@ TEST_F(PluginExecTest, AgentErrors) {
   ExpectError(Run(Conf("1.0.0").dump()), 101, "ips[0].address");
   agent_->post_body = "not json";
   ExpectError(Run(Conf("1.0.0").dump()), 101, "invalid JSON");
+}
+
+// With a detection flag the plugin enters CNI_NETNS; this one does not exist: the ADD fails with
+// 104 after releasing the IPs (the real probes are in netprobe_node_test).
+TEST_F(PluginExecTest, DetectionFailureReleases) {
+  StartAgent();
+  ipamapi::IpamAddResponse r;
+  r.ips = {{.version = 4, .address = "10.6.0.10/16", .gateway = "10.6.0.1", .nic = "eth0",
+            .enable_gateway_detection = true}};
+  agent_->post_body = ipamapi::ToJson(r);
+  env_["CNI_NETNS"] = dir_ + "/no-such-netns";
+  ExpectError(Run(Conf("1.0.0").dump()), 104, "no-such-netns");
+  auto reqs = agent_->requests();
+  ASSERT_EQ(reqs.size(), 3u);
+  EXPECT_EQ(reqs[2].method, "DELETE");
+  EXPECT_EQ(reqs[2].path, "/v1/ipam/ip");
+  EXPECT_NE(reqs[2].body.find(R"("containerID":"a51debf7e1eb")"), std::string::npos);
 }
 
 TEST_F(PluginExecTest, Timeout) {
