@@ -1,5 +1,7 @@
 // spiderpool-agent: the per-node daemon.
-//   - IPAM for the `spiderpool` CNI plugin over a unix socket (agent/ipam);
+//   - IPAM for the `spiderpool` CNI plugin over a unix socket (agent/ipam), and on the same
+//     socket the SpiderCoordinator settings for the `coordinator` plugin
+//     (GET /v1/coordinator/config, agent/ipam/coordinator.h);
 //   - with --dra-enabled: NIC discovery -> this node's ResourceSlices, and the kubelet DRA
 //     plugin (registration + DRA service over gRPC unix sockets) preparing claims into CDI
 //     spec files (agent/dra, dra/);
@@ -38,6 +40,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "agent/ipam/config.h"
+#include "agent/ipam/coordinator.h"
 #include "agent/ipam/server.h"
 #include "agent/ipam/service.h"
 #include "api/core.h"
@@ -298,12 +301,20 @@ int main(int argc, char** argv) {
     options.multus_cluster_network = absl::GetFlag(FLAGS_multus_cluster_network);
   }
   agent::ipam::IpamService service(*rest, options);
+  // GET /v1/coordinator/config: the SpiderCoordinator cache, and the service's pod cache for
+  // the default-route-nic annotation.
+  agent::ipam::CoordinatorConfigSource coordinator(
+      *rest, {.cached_pod = [&service](const std::string& ns,
+                                       const std::string& name) { return service.CachedPod(ns, name); },
+              .pods_synced = [&service] { return service.PodsSynced(); },
+              .registry = &kube::metrics::Registry::Default()});
 
 #ifdef SPIDERPOOL_AGENT_DRA
   NodePlugins node_plugins(*rest, service, node);
 #endif
 
   service.Start();
+  coordinator.Start();
 #ifdef SPIDERPOOL_AGENT_DRA
   if (int rc = node_plugins.Start(); rc != 0) return rc;
 #endif
@@ -328,7 +339,7 @@ int main(int argc, char** argv) {
       {.socket_path = ipam_config.ipam_unix_socket_path,
        .max_in_flight = static_cast<int>(ipam_config.max_pending_requests),
        .request_timeout = ipam_config.request_timeout()},
-      &service);
+      &service, &coordinator);
   if (!server.ok()) return Fail("IPAM socket", server.status());
   std::cout << "socket=" << ipam_config.ipam_unix_socket_path << "\n";
   if (health) std::cout << "health_port=" << health->port() << "\n";
@@ -344,6 +355,7 @@ int main(int argc, char** argv) {
 #endif
   (*server)->Stop();
   if (health) health->Stop();
+  coordinator.Stop();
   service.Stop();
   return 0;
 }

@@ -6,6 +6,12 @@
 // sheds load: at most `max_in_flight` requests are admitted at once, the rest get 429 (the
 // plugin turns that into CNI error 11 "try again later"); before the backend is Ready() every
 // IPAM call gets 503.
+//
+// GET /v1/coordinator/config carries its JSON body on a GET (go-swagger's client does that).
+// cpp-httplib 0.11 never reads the body of a GET (and would then parse it as the next request
+// of the keep-alive connection), so the server runs its own connection loop (server.cc,
+// BodyReadingServer): the same keep-alive handling, plus the body of a GET (Content-Length or
+// chunked, at most 64 KiB) read before routing.
 
 #include <sys/types.h>
 
@@ -39,6 +45,19 @@ class IpamBackend {
   virtual absl::Status Release(const ipamapi::IpamDelArgs& args, absl::Time deadline) = 0;
 };
 
+// What the server calls for GET /v1/coordinator/config; implemented by
+// CoordinatorConfigSource (coordinator.h) and by fakes in tests.
+class CoordinatorBackend {
+ public:
+  virtual ~CoordinatorBackend() = default;
+  // False until the caches it reads have synced (the endpoint answers 503 until then).
+  virtual bool Ready() const = 0;
+  // Errors map through ipamapi::HttpStatusFor: a SpiderCoordinator that is missing or not
+  // Synced is FailedPrecondition (500, upstream's answer), a bad request InvalidArgument (400).
+  virtual absl::StatusOr<ipamapi::CoordinatorConfig> GetCoordinatorConfig(
+      const ipamapi::GetCoordinatorArgs& args) = 0;
+};
+
 struct ServerOptions {
   std::string socket_path;
   // Concurrent requests (a waiting ADD holds one). More requests queue in the server (up to
@@ -51,22 +70,25 @@ struct ServerOptions {
 class IpamServer {
  public:
   // Binds the socket (so the file exists with its final mode when this returns) and starts
-  // serving on a thread of its own.
-  static absl::StatusOr<std::unique_ptr<IpamServer>> Start(ServerOptions options,
-                                                           IpamBackend* backend);
+  // serving on a thread of its own. Without a `coordinator`, GET /v1/coordinator/config
+  // answers 404.
+  static absl::StatusOr<std::unique_ptr<IpamServer>> Start(
+      ServerOptions options, IpamBackend* backend, CoordinatorBackend* coordinator = nullptr);
   ~IpamServer();  // Stop()
   void Stop();    // stops accepting, waits for requests in flight, removes the socket file
 
   const std::string& socket_path() const { return options_.socket_path; }
 
  private:
-  IpamServer(ServerOptions options, IpamBackend* backend);
+  IpamServer(ServerOptions options, IpamBackend* backend, CoordinatorBackend* coordinator);
   void Install();
   template <typename Args, typename Call>
-  void Serve(const httplib::Request& req, httplib::Response& res, std::string_view what, Call call);
+  void Serve(const httplib::Request& req, httplib::Response& res, std::string_view what,
+             const absl::Status& ready, Call call);
 
   ServerOptions options_;
   IpamBackend* backend_;
+  CoordinatorBackend* coordinator_;  // may be null
   std::unique_ptr<httplib::Server> http_;
   std::thread thread_;
   std::pair<dev_t, ino_t> socket_id_{};  // the socket file we bound (Stop removes only it)

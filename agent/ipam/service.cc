@@ -139,6 +139,11 @@ std::vector<std::shared_ptr<const api::SpiderIPPool>> IpamService::CachedPools()
   return pool_informer_.store().List();
 }
 
+std::shared_ptr<const api::Pod> IpamService::CachedPod(const std::string& ns,
+                                                      const std::string& name) const {
+  return pod_informer_.store().Get(Key(ns, name));
+}
+
 api::Labels IpamService::NodeLabels() const {
   if (auto node = node_informer_.store().Get(options_.node_name); node != nullptr) {
     return node->metadata.labels;

@@ -93,6 +93,10 @@ class IpamService : public IpamBackend {
   std::vector<std::shared_ptr<const api::SpiderIPPool>> CachedPools() const;
   api::Labels NodeLabels() const;
   void OnPoolsOrNodeChanged(std::function<void()> fn);
+  // Read access for the coordinator config endpoint (coordinator.h): a pod of this node from
+  // the cache (nullptr when not cached; no API call), and whether that cache has synced.
+  std::shared_ptr<const api::Pod> CachedPod(const std::string& ns, const std::string& name) const;
+  bool PodsSynced() const { return pod_informer_.HasSynced(); }
 
  private:
   class KubePoolStore : public PoolStore {

@@ -30,6 +30,9 @@ inline constexpr std::string_view kHealthyPath = "/v1/ipam/healthy";
 // POST body IpamAddArgs -> 200 IpamAddResponse. DELETE body IpamDelArgs -> 200 (empty body).
 inline constexpr std::string_view kIPPath = "/v1/ipam/ip";
 inline constexpr std::string_view kContentType = "application/json";
+// GET with body GetCoordinatorArgs (query parameters podNamespace/podName also accepted) ->
+// 200 CoordinatorConfig; 500 when the SpiderCoordinator is missing or its phase is not Synced.
+inline constexpr std::string_view kCoordinatorConfigPath = "/v1/coordinator/config";
 
 // ---- status-code contract (ours; upstream uses only 200 and 500) ----------------------------
 inline constexpr int kStatusOK = 200;
@@ -172,6 +175,74 @@ struct IpamDelArgs {
     v.Field("podUID", pod_uid, {.required = true, .allow_empty = true});
   }
   friend bool operator==(const IpamDelArgs&, const IpamDelArgs&) = default;
+};
+
+// GET /v1/coordinator/config: whose settings (the pod annotation
+// ipam.spidernet.io/default-route-nic overrides podDefaultRouteNIC). Both optional (upstream);
+// without them the answer is the SpiderCoordinator's alone.
+struct GetCoordinatorArgs {
+  std::string pod_name;       // "podName"
+  std::string pod_namespace;  // "podNamespace"
+  template <typename V>
+  void Visit(V& v) {
+    v.Field("podName", pod_name);
+    v.Field("podNamespace", pod_namespace);
+  }
+  friend bool operator==(const GetCoordinatorArgs&, const GetCoordinatorArgs&) = default;
+};
+
+// One policy route of the coordinator ("CoordinatorRoute").
+struct CoordinatorRoute {
+  std::string dst;  // CIDR
+  std::string gw;   // IP, same family as dst
+  template <typename V>
+  void Visit(V& v) {
+    v.Field("dst", dst, {.required = true, .format = api::Format::kCIDR});
+    v.Field("gw", gw, {.required = true, .format = api::Format::kIP});
+  }
+  friend bool operator==(const CoordinatorRoute&, const CoordinatorRoute&) = default;
+};
+
+// 200 answer to GET /v1/coordinator/config: the SpiderCoordinator "default"'s spec with its
+// defaults applied, plus the CIDRs its status discovered (upstream models.CoordinatorConfig).
+// The coordinator plugin uses each value only where its own netconf leaves the key unset.
+// `mode` is the PLUGIN's word: the CRD's "disabled" is sent as "disable" (upstream quirk).
+// hijackCIDR entries and policyRoutes[].dst are CIDRs (a bare IP in the CRD becomes /32, /128).
+//
+// overlayPodCIDR and serviceCIDR are required upstream, but an upstream agent writes a Go nil
+// slice (no CIDR discovered yet) as `null`: they decode as optional ([] for null or absent)
+// and, like every optional field, are omitted when empty.
+struct CoordinatorConfig {
+  std::string mode;                             // auto | underlay | overlay | disable (required)
+  std::vector<std::string> overlay_pod_cidr;    // "overlayPodCIDR"
+  std::vector<std::string> service_cidr;        // "serviceCIDR"
+  std::vector<std::string> hijack_cidr;         // "hijackCIDR"
+  std::vector<CoordinatorRoute> policy_routes;  // "policyRoutes"
+  std::string pod_mac_prefix;                   // "podMACPrefix"
+  bool tune_pod_routes = true;                  // "tunePodRoutes" (required)
+  std::string pod_default_route_nic;            // "podDefaultRouteNIC"
+  int64_t host_rule_table = 500;                // "hostRuleTable"
+  int64_t pod_rp_filter = 0;                    // "podRPFilter" (negative: leave as is)
+  int64_t tx_queue_len = 0;                     // "txQueueLen" (0: unchanged)
+  std::string veth_link_address;                // "vethLinkAddress"
+  int64_t veth_mtu = 1500;                      // "vethMTU"
+  template <typename V>
+  void Visit(V& v) {
+    v.Field("mode", mode, {.required = true});
+    v.Field("overlayPodCIDR", overlay_pod_cidr, {.format = api::Format::kCIDR});
+    v.Field("serviceCIDR", service_cidr, {.format = api::Format::kCIDR});
+    v.Field("hijackCIDR", hijack_cidr, {.format = api::Format::kCIDR});
+    v.Field("policyRoutes", policy_routes);
+    v.Field("podMACPrefix", pod_mac_prefix);
+    v.Field("tunePodRoutes", tune_pod_routes, {.required = true});
+    v.Field("podDefaultRouteNIC", pod_default_route_nic);
+    v.Field("hostRuleTable", host_rule_table);
+    v.Field("podRPFilter", pod_rp_filter);
+    v.Field("txQueueLen", tx_queue_len);
+    v.Field("vethLinkAddress", veth_link_address);
+    v.Field("vethMTU", veth_mtu);
+  }
+  friend bool operator==(const CoordinatorConfig&, const CoordinatorConfig&) = default;
 };
 
 // Body of every non-200 answer we send: {"message": "..."}. (Upstream's go-swagger `Error` is

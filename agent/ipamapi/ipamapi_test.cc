@@ -100,6 +100,86 @@ TEST(IpamApi, DelArgsNetNamespaceOptional) {
   EXPECT_FALSE(FromJson<IpamDelArgs>(R"({"containerID":"c"})").ok());
 }
 
+CoordinatorConfig SampleCoordinatorConfig() {
+  return CoordinatorConfig{.mode = "underlay",
+                           .overlay_pod_cidr = {"10.233.64.0/18", "fd85:ee78:d8a6:8607::1:0/112"},
+                           .service_cidr = {"10.233.0.0/18"},
+                           .hijack_cidr = {"169.254.0.0/16"},
+                           .policy_routes = {{.dst = "10.7.0.0/16", .gw = "10.6.0.1"}},
+                           .pod_mac_prefix = "0a:1b",
+                           .tune_pod_routes = false,
+                           .pod_default_route_nic = "net1",
+                           .host_rule_table = 600,
+                           .pod_rp_filter = -1,
+                           .tx_queue_len = 1000,
+                           .veth_link_address = "169.254.100.1",
+                           .veth_mtu = 9000};
+}
+
+TEST(IpamApi, GetCoordinatorArgsUpstreamFieldNames) {
+  GetCoordinatorArgs a{.pod_name = "p1", .pod_namespace = "default"};
+  EXPECT_EQ(ToJson(a), R"({"podName":"p1","podNamespace":"default"})");
+  auto back = FromJson<GetCoordinatorArgs>(ToJson(a));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, a);
+  // Both optional (upstream); a wrong type is still an error with its path.
+  ASSERT_TRUE(FromJson<GetCoordinatorArgs>("{}").ok());
+  auto bad = FromJson<GetCoordinatorArgs>(R"({"podName":7})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("podName"), std::string::npos) << bad.status();
+}
+
+TEST(IpamApi, CoordinatorConfigRoundTripAndShape) {
+  CoordinatorConfig c = SampleCoordinatorConfig();
+  std::string text = ToJson(c);
+  auto j = base::ParseJson(text);
+  ASSERT_TRUE(j.ok());
+  EXPECT_EQ((*j)["mode"], "underlay");
+  EXPECT_EQ((*j)["overlayPodCIDR"][1], "fd85:ee78:d8a6:8607::1:0/112");
+  EXPECT_EQ((*j)["serviceCIDR"][0], "10.233.0.0/18");
+  EXPECT_EQ((*j)["hijackCIDR"][0], "169.254.0.0/16");
+  EXPECT_EQ((*j)["policyRoutes"][0]["gw"], "10.6.0.1");
+  EXPECT_EQ((*j)["podMACPrefix"], "0a:1b");
+  EXPECT_EQ((*j)["tunePodRoutes"], false);  // required: written although false
+  EXPECT_EQ((*j)["podDefaultRouteNIC"], "net1");
+  EXPECT_EQ((*j)["hostRuleTable"], 600);
+  EXPECT_EQ((*j)["podRPFilter"], -1);
+  EXPECT_EQ((*j)["txQueueLen"], 1000);
+  EXPECT_EQ((*j)["vethLinkAddress"], "169.254.100.1");
+  EXPECT_EQ((*j)["vethMTU"], 9000);
+  auto back = FromJson<CoordinatorConfig>(text);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, c);
+}
+
+TEST(IpamApi, CoordinatorConfigMinimalAndUpstreamNulls) {
+  CoordinatorConfig c{.mode = "auto"};
+  EXPECT_EQ(ToJson(c), R"({"hostRuleTable":500,"mode":"auto","tunePodRoutes":true,"vethMTU":1500})");
+  auto back = FromJson<CoordinatorConfig>(ToJson(c));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, c);
+  // An upstream agent writes Go nil slices as null.
+  auto upstream = FromJson<CoordinatorConfig>(
+      R"({"mode":"disable","overlayPodCIDR":null,"serviceCIDR":null,"hijackCIDR":null,)"
+      R"("tunePodRoutes":true,"hostRuleTable":500,"podRPFilter":0,"txQueueLen":0})");
+  ASSERT_TRUE(upstream.ok()) << upstream.status();
+  EXPECT_EQ(upstream->mode, "disable");
+  EXPECT_TRUE(upstream->overlay_pod_cidr.empty());
+  EXPECT_EQ(upstream->veth_mtu, 1500);  // absent: the default
+}
+
+TEST(IpamApi, CoordinatorConfigValidation) {
+  auto r = FromJson<CoordinatorConfig>(
+      R"({"overlayPodCIDR":["10.0.0.0/33"],"hijackCIDR":["1.2.3.4"],)"
+      R"("policyRoutes":[{"dst":"10.7.0.0/16","gw":"x"}]})");
+  ASSERT_FALSE(r.ok());
+  std::string m(r.status().message());
+  for (const char* f : {"mode: Required value", "tunePodRoutes: Required value",
+                        "overlayPodCIDR[0]", "hijackCIDR[0]", "policyRoutes[0].gw"}) {
+    EXPECT_NE(m.find(f), std::string::npos) << f << " in " << m;
+  }
+}
+
 TEST(IpamApi, ErrorBodies) {
   EXPECT_EQ(ErrorJson("pool \"a\" exhausted"), R"({"message":"pool \"a\" exhausted"})");
   EXPECT_EQ(ErrorMessageFromBody(ErrorJson("boom")), "boom");
@@ -140,6 +220,8 @@ TEST(IpamApi, DecodeFuzz) {
                          .default_ipv4_ippool = {"a", "b"}, .default_ipv6_ippool = {"c"}}),
       ToJson(IpamDelArgs{.container_id = "c", .if_name = "eth0", .pod_namespace = "ns",
                          .pod_name = "p", .pod_uid = "u"}),
+      ToJson(SampleCoordinatorConfig()),
+      ToJson(GetCoordinatorArgs{.pod_name = "p", .pod_namespace = "ns"}),
       ErrorJson("x"), "\"s\"", "{}", "[]", "null"};
   std::mt19937_64 rng(0x1ba3a91ULL);
   auto pick = [&](size_t n) { return n == 0 ? 0 : static_cast<size_t>(rng() % n); };
@@ -158,6 +240,8 @@ TEST(IpamApi, DecodeFuzz) {
     FuzzOne<IpamAddArgs>(t);
     FuzzOne<IpamAddResponse>(t);
     FuzzOne<IpamDelArgs>(t);
+    FuzzOne<GetCoordinatorArgs>(t);
+    FuzzOne<CoordinatorConfig>(t);
     (void)ErrorMessageFromBody(t);
   }
 }
