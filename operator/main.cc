@@ -34,6 +34,7 @@
 #include "kube/metrics/metrics.h"
 #include "kube/rest/config.h"
 #include "kube/rest/rest_client.h"
+#include "operator/coordinator/controller.h"
 #include "operator/ipam/caches.h"
 #include "operator/ipam/gc.h"
 #include "operator/ipam/pool_controller.h"
@@ -176,6 +177,11 @@ int main(int argc, char** argv) {
       {.pools = &pools, .subnets = &subnets, .reserved_ips = &reserved,
        .statefulsets = &statefulsets});
   if (!auto_pools.ok()) return Fail("SpiderSubnet auto-pool controller", auto_pools.status());
+  // SpiderCoordinator status: pod/service CIDRs and phase (its own small informers: the
+  // coordinators, kube-system's control-plane pods, kubeadm-config and cilium-config).
+  absl::StatusOr<op::coordinator::CoordinatorController*> coordinator =
+      op::coordinator::AddToManager(&manager, *rest, {.registry = &registry});
+  if (!coordinator.ok()) return Fail("SpiderCoordinator controller", coordinator.status());
   // Admission webhooks (every replica serves them; no leader election).
   if (absl::GetFlag(FLAGS_webhook_port) >= 0) {
     const bool create_configs = absl::GetFlag(FLAGS_webhook_create_configurations);
