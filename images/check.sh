@@ -3,7 +3,7 @@
 #   1. runtime-packages.sh resolves every library of spiderpool-agent and spiderpool-controller
 #      to a Debian package (the list the Dockerfile installs into bookworm-slim);
 #   2. bundle-cni.sh + install-cni.sh, as the agent image and its init container run them,
-#      install the `spiderpool` plugin and macvlan into a scratch "host" CNI directory, twice
+#      install our plugins (spiderpool, coordinator, ifacer) and macvlan into a scratch "host" CNI directory, twice
 #      (the upgrade path), and the installed launchers answer CNI VERSION from there with an
 #      empty environment (no LD_LIBRARY_PATH, no PATH);
 #   3. the Dockerfile builds the targets this script built (no second recipe).
@@ -11,7 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-targets=(//agent:spiderpool-agent //agent/cni:spiderpool //operator:spiderpool-controller)
+targets=(//agent:spiderpool-agent //agent/cni:spiderpool //agent/coordinator:coordinator
+  //agent/ifacer:ifacer //operator:spiderpool-controller)
 bazel build --symlink_prefix=/ --noshow_progress "${targets[@]}"
 bin=$(bazel info --symlink_prefix=/ bazel-bin 2>/dev/null)
 
@@ -27,12 +28,13 @@ done
 
 work=$(mktemp -d /tmp/sp-images-XXXXXX)
 trap 'rm -rf "$work"' EXIT
-images/bundle-cni.sh "$work/image/usr/lib/spiderpool/cni" "$bin/agent/cni/spiderpool" /usr/lib/cni/macvlan
+images/bundle-cni.sh "$work/image/usr/lib/spiderpool/cni" "$bin/agent/cni/spiderpool" \
+  "$bin/agent/coordinator/coordinator" "$bin/agent/ifacer/ifacer" /usr/lib/cni/macvlan
 mkdir -p "$work/host"
 for round in 1 2; do
   SPIDERPOOL_CNI_BUNDLE=$work/image/usr/lib/spiderpool/cni CNI_BIN_HOST_PATH=$work/host \
     CNI_BIN_MOUNT=$work/host INSTALL_EXTRA_PLUGINS=true sh images/install-cni.sh >/dev/null
-  for plugin in spiderpool macvlan; do
+  for plugin in spiderpool coordinator ifacer macvlan; do
     out=$(echo '{"cniVersion":"0.4.0"}' | env -i CNI_COMMAND=VERSION "$work/host/$plugin")
     [[ $out == *'"supportedVersions"'* ]] || { echo "images: launcher $plugin (round $round): $out"; exit 1; }
   done

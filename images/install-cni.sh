@@ -1,5 +1,6 @@
 #!/bin/sh
-# The spiderpool-agent DaemonSet's init container: installs the `spiderpool` CNI IPAM plugin
+# The spiderpool-agent DaemonSet's init container: installs our CNI plugins — `spiderpool`
+# (IPAM), `coordinator` and `ifacer`, every plugin type the NADs we generate name —
 # (and, with INSTALL_EXTRA_PLUGINS=true, the bundled macvlan/ipvlan where the host has none)
 # into the host's CNI bin directory.
 #
@@ -49,7 +50,9 @@ install_launcher() {
   echo "install-cni: $host_dir/$name -> $d/bin/$name"
 }
 
-install_launcher spiderpool
+for plugin in spiderpool coordinator ifacer; do
+  install_launcher "$plugin"
+done
 for plugin in macvlan ipvlan; do
   [ -f "$src/bin/$plugin" ] || continue
   if [ -e "$mount_dir/$plugin" ] && ! grep -q "^$marker" "$mount_dir/$plugin" 2>/dev/null; then
