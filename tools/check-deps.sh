@@ -14,8 +14,11 @@ RULES=(
   "//dra/... -> //operator/... //agent/..."
   "//operator/... -> //agent/..."
   "//agent/... -> //operator/..."
-  # The CNI plugin is exec'd for every pod: only base/ and the agent's wire contract.
+  # The CNI plugins are exec'd for every pod: only base/, api:codec and the agent's wire
+  # contract (spiderpool IPAM, ifacer, coordinator), never the Kubernetes client or the domains.
   "//agent/cni/... -> //kube/... //ipam/... //multus/... //dra/... //operator/... //agent/ipam/..."
+  "//agent/ifacer/... -> //kube/... //ipam/... //multus/... //dra/... //operator/... //agent/ipam/..."
+  "//agent/coordinator/... -> //kube/... //ipam/... //multus/... //dra/... //operator/... //agent/ipam/..."
   "//agent/ipamapi/... -> //kube/... //ipam/... //multus/... //dra/... //operator/... //agent/ipam/..."
 )
 
