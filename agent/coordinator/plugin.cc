@@ -16,6 +16,7 @@
 
 #include "agent/cni/agent_client.h"
 #include "agent/cni/cni.h"
+#include "agent/cni/netprobe.h"
 #include "agent/coordinator/config.h"
 #include "agent/coordinator/netlink.h"
 #include "agent/ipamapi/ipamapi.h"
@@ -305,7 +306,9 @@ absl::Status MoveRoutesToTable(Netlink& pnl, const LinkInfo& nic,
   return absl::OkStatus();
 }
 
-absl::Status Add(const Invocation& inv, Nets& n, Txn* txn) {
+// *announce: the NIC's IPs when ADD rewrote its MAC (announced once the change is committed).
+absl::Status Add(const Invocation& inv, Nets& n, Txn* txn,
+                 std::vector<base::IPAddress>* announce) {
   const Config& c = inv.cfg;
   const std::string& ifname = inv.env.ifname;
   Netlink& hnl = *n.hnl;
@@ -337,6 +340,7 @@ absl::Status Add(const Invocation& inv, Nets& n, Txn* txn) {
     Mac mac = PodMac(*c.mac_prefix, ips.front().address());
     SP_RETURN_IF_ERROR(pnl.SetMac(nic, mac, txn));
     nic.mac = mac;
+    for (const base::IPPrefix& ip : ips) announce->push_back(ip.address());
   }
   if (c.tx_queue_len > 0) {
     SP_RETURN_IF_ERROR(pnl.SetTxQueueLen(nic, static_cast<uint32_t>(c.tx_queue_len), txn));
@@ -461,14 +465,27 @@ Outcome CmdAdd(Invocation& inv) {
   absl::StatusOr<Nets> nets = OpenNets(inv.env.netns, /*pod_may_be_gone=*/false);
   if (!nets.ok()) return Fail(SetupError("open network namespaces", nets.status()), v);
   auto started = std::chrono::steady_clock::now();
+  std::vector<base::IPAddress> announce;
   {
     Txn txn;
-    absl::Status s = Add(inv, *nets, &txn);
+    absl::Status s = Add(inv, *nets, &txn, &announce);
     if (!s.ok()) {
       SP_LOG(Error).Msg("ADD failed; undoing").KV("error", base::FromAbsl(s.message()));
       return Fail(SetupError(base::StrCat("ADD ", inv.env.ifname), s), v);  // txn rolls back
     }
     txn.Commit();
+  }
+  if (!announce.empty()) {
+    // The NIC's MAC changed (podMACPrefix): neighbours that learnt the main plugin's MAC hear
+    // the new one (gratuitous ARP / unsolicited NA). Best effort: they also re-resolve.
+    absl::Status s = cni::netprobe::Announce(
+        cni::netprobe::Link{.netns_path = inv.env.netns, .ifname = inv.env.ifname}, announce);
+    if (s.ok()) {
+      SP_LOG(Debug).Msg("announced the IPs with the new MAC").KV("ips", announce.size());
+    } else {
+      SP_LOG(Warning).Msg("announcing the IPs with the new MAC failed")
+          .KV("error", base::FromAbsl(s.message()));
+    }
   }
   SP_LOG(Info).Msg("coordinator ADD done")
       .KV("ms", std::chrono::duration_cast<std::chrono::milliseconds>(
