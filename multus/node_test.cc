@@ -1,22 +1,33 @@
-// Node test: the conflists GenerateNAD writes, run through the real CNI plugins from
-// /usr/lib/cni inside a fresh network namespace, the way Multus runs them (ADD in order with
-// prevResult, DEL in reverse). Needs root, `ip`, and /usr/lib/cni/{macvlan,bridge,tuning,
-// host-local}; otherwise it skips and says why.
+// Node test: the conflists GenerateNAD writes, run exactly as generated through the real CNI
+// plugins, the way Multus runs them (ADD in order with prevResult, DEL in reverse): macvlan,
+// bridge and tuning from /usr/lib/cni, and our `spiderpool` IPAM plugin and `coordinator`
+// (Bazel data). Needs root, `ip`, /bin/sh + mount and /usr/lib/cni/{macvlan,bridge,tuning};
+// otherwise it skips and says why. ipvlan and vlan cannot run on this kernel (no ipvlan/8021q
+// links); their JSON is covered by the golden tests.
 //
-// For now two substitutions (both named helpers in multus/testing/cni_runner.h):
-//   - the `spiderpool` IPAM block becomes host-local (the IPAM plugin is built in parallel;
-//     switch UseHostLocalIpamInsteadOfSpiderpool off once it and an agent can run here);
-//   - the `coordinator` entry is dropped (the coordinator plugin is not built yet).
-// ipvlan and vlan cannot run on this kernel (no ipvlan/8021q links); their JSON is covered by
-// the golden tests.
+// The one change to the generated config: each spiderpool IPAM block and coordinator entry is
+// pointed at this test's stand-in agent socket (testing::UseAgentSocket says why). libcni's
+// own injections (name, cniVersion, prevResult) are the runner's.
 //
-// Everything it creates (namespace, veth pair, bridge, host-local data dir) is named after the
-// process id and removed at the end, pass or fail.
+// Layout: a "node" network namespace holding the macvlan master (one end of a veth pair, with
+// a node IP), and a "pod" namespace. Every plugin runs in the node namespace (`ip netns exec`),
+// because the coordinator changes the node's routing (host veth, `to <pod IP> lookup 500`);
+// /var/log is a bind of the test's directory there, so the plugins' default log files do not
+// land on the machine. The stand-in agent listens in a short /tmp directory.
+//
+// Everything it creates (both namespaces and all links in them, the temp directory with the
+// socket and logs) is named after the process id or mkdtemp and removed at the end, pass or
+// fail.
 
+#include <limits.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -26,6 +37,7 @@
 #include "base/json.h"
 #include "multus/generate.h"
 #include "multus/testing/cni_runner.h"
+#include "multus/testing/stand_in_agent.h"
 
 namespace spiderpool::multus {
 namespace {
@@ -33,51 +45,91 @@ namespace {
 namespace fs = std::filesystem;
 using base::Json;
 using testing::CniArgs;
-using testing::ProcessResult;
 using testing::RunProcess;
+using testing::StandInAgent;
 
-constexpr const char* kCniDir = "/usr/lib/cni";
+constexpr const char* kSystemCniDir = "/usr/lib/cni";
+constexpr const char* kNodeCidr = "192.0.2.1/24";  // the node's IP, on the macvlan master
 
-std::string FindIp() {
-  for (const char* p : {"/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"}) {
-    if (access(p, X_OK) == 0) return p;
-  }
-  return "";
+// A runfile (Bazel data) as an absolute path; the test runs in the runfiles tree.
+std::string Runfile(const std::string& path) {
+  char cwd[PATH_MAX];
+  if (getcwd(cwd, sizeof cwd) == nullptr) return path;
+  return std::string(cwd) + "/" + path;
+}
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 class NodeTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "node test needs root (creates netns and links)";
-    ip_ = FindIp();
+    ip_ = testing::IpBinary();
     if (ip_.empty()) GTEST_SKIP() << "no `ip` binary (iproute2)";
-    for (const char* plugin : {"macvlan", "bridge", "tuning", "host-local"}) {
-      std::string path = std::string(kCniDir) + "/" + plugin;
+    for (const char* tool : {"/bin/sh", "/usr/bin/mount"}) {
+      if (access(tool, X_OK) != 0) GTEST_SKIP() << tool << " is missing (binds /var/log)";
+    }
+    for (const char* plugin : {"macvlan", "bridge", "tuning"}) {
+      std::string path = std::string(kSystemCniDir) + "/" + plugin;
       if (access(path.c_str(), X_OK) != 0) GTEST_SKIP() << path << " is missing";
     }
+    // Our plugins come from the runfiles; their directories go first in CNI_PATH so an
+    // installed copy in /usr/lib/cni is never picked instead.
+    for (const char* ours : {"agent/cni/spiderpool", "agent/coordinator/coordinator"}) {
+      ASSERT_EQ(access(Runfile(ours).c_str(), X_OK), 0) << Runfile(ours) << " (Bazel data)";
+    }
+    cni_path_ = Runfile("agent/cni") + ":" + Runfile("agent/coordinator") + ":" + kSystemCniDir;
+
+    char dir[] = "/tmp/sp-mn-XXXXXX";  // sockets need short paths (<= 107 bytes)
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    tmp_ = dir;
+    fs::create_directories(tmp_ + "/log");
+    socket_ = tmp_ + "/agent.sock";
+    agent_ = std::make_unique<StandInAgent>(socket_);
+    ASSERT_TRUE(agent_->listening()) << socket_;
+
     std::string id = std::to_string(getpid());
-    ns_ = "sp-multus-" + id;
-    veth_ = "spm" + id + "a";  // <= 15 bytes for any pid
-    veth_peer_ = "spm" + id + "b";
+    node_ = "sp-mn-" + id;
+    pod_ = "sp-mp-" + id;
+    master_ = "spm" + id + "a";  // <= 15 bytes for any pid
+    master_peer_ = "spm" + id + "b";
     bridge_ = "spb" + id;
-    data_dir_ = "/tmp/sp-multus-hl-" + id;
     Cleanup();  // leftovers of a crashed run with the same pid
-    ASSERT_TRUE(Ip({"netns", "add", ns_}));
-    ASSERT_TRUE(Ip({"link", "add", veth_, "type", "veth", "peer", "name", veth_peer_}));
-    ASSERT_TRUE(Ip({"link", "set", veth_, "up"}));
-    ASSERT_TRUE(Ip({"link", "set", veth_peer_, "up"}));
+    ASSERT_TRUE(Ip({"netns", "add", node_}));
+    ASSERT_TRUE(Ip({"netns", "add", pod_}));
+    ASSERT_TRUE(Ip({"-n", node_, "link", "set", "lo", "up"}));
+    ASSERT_TRUE(Ip({"-n", node_, "link", "add", master_, "type", "veth", "peer", "name",
+                    master_peer_}));
+    ASSERT_TRUE(Ip({"-n", node_, "addr", "add", kNodeCidr, "dev", master_}));
+    ASSERT_TRUE(Ip({"-n", node_, "link", "set", master_, "up"}));
+    ASSERT_TRUE(Ip({"-n", node_, "link", "set", master_peer_, "up"}));
   }
 
   void TearDown() override {
-    if (!ns_.empty()) Cleanup();
+    agent_.reset();
+    if (!node_.empty()) Cleanup();
+    if (!tmp_.empty()) {
+      if (HasFailure()) {
+        for (const char* log : {"/log/spidernet/spiderpool.log", "/log/spidernet/coordinator.log"}) {
+          std::string text = ReadFile(tmp_ + log);
+          if (!text.empty()) std::cerr << "---- " << log << " ----\n" << text;
+        }
+      }
+      std::error_code ec;
+      fs::remove_all(tmp_, ec);
+    }
   }
 
+  // Deleting the namespaces deletes every link in them (the master pair, macvlan, the bridge,
+  // the coordinator's veth pair) and the node's rules and routes.
   void Cleanup() {
-    Ip({"netns", "del", ns_}, /*quiet=*/true);
-    Ip({"link", "del", veth_}, true);
-    Ip({"link", "del", bridge_}, true);
-    std::error_code ec;
-    fs::remove_all(data_dir_, ec);
+    Ip({"netns", "del", pod_}, /*quiet=*/true);
+    Ip({"netns", "del", node_}, true);
   }
 
   // Runs `ip args...`; returns true on exit 0 (failures are reported unless quiet).
@@ -100,77 +152,106 @@ class NodeTest : public ::testing::Test {
   CniArgs Args(const std::string& ifname) {
     CniArgs a;
     a.container_id = "multus-node-test-" + std::to_string(getpid()) + "-" + ifname;
-    a.netns = "/var/run/netns/" + ns_;
+    a.netns = "/var/run/netns/" + pod_;
     a.ifname = ifname;
-    a.cni_path = kCniDir;
+    a.cni_path = cni_path_;
     a.args = "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=multus-node-test;"
              "K8S_POD_INFRA_CONTAINER_ID=" + a.container_id + ";K8S_POD_UID=0000-node-test";
+    a.run_in_netns = node_;
+    a.var_log_dir = tmp_ + "/log";
     return a;
   }
 
-  // The generated config as the node test runs it (see the file comment).
-  Json Runnable(const api::SpiderMultusConfig& smc, const std::string& subnet,
-                const std::string& ip) {
+  // The generated config, as generated, with our plugins pointed at the stand-in agent.
+  Json Runnable(const api::SpiderMultusConfig& smc) {
     auto config = GenerateCNIConfig(smc);
     EXPECT_TRUE(config.ok()) << config.status();
     auto j = base::ParseJson(config.ok() ? *config : "{}");
     EXPECT_TRUE(j.ok()) << j.status();
-    Json conflist = testing::DropCoordinatorPlugin(j.ok() ? *j : Json::object());
-    return testing::UseHostLocalIpamInsteadOfSpiderpool(std::move(conflist), subnet, ip,
-                                                        data_dir_);
+    Json generated = j.ok() ? *j : Json::object();
+    Json runnable = testing::UseAgentSocket(generated, socket_);
+    // Nothing but the socket keys differs from what was generated.
+    Json stripped = runnable;
+    for (Json& p : stripped["plugins"]) {
+      p.erase("ipam_unix_socket_path");
+      if (p.contains("ipam") && p["ipam"].is_object()) p["ipam"].erase("ipam_unix_socket_path");
+    }
+    EXPECT_EQ(stripped, generated);
+    return runnable;
   }
 
-  // ADD, check the address and MTU inside the namespace, DEL, check it is gone (twice: DEL
-  // must be idempotent).
+  bool NodeHasRuleToTable500() {
+    std::string rules;
+    EXPECT_TRUE(Ip({"-n", node_, "rule", "show"}, false, &rules));
+    return rules.find("lookup 500") != std::string::npos;
+  }
+
+  // ADD, check the address, MTU and UP inside the pod (and, when the conflist has a
+  // coordinator, its veth0 and the node's rule), DEL, check it is all gone (twice: DEL must be
+  // idempotent).
   void AddCheckDel(const Json& conflist, const std::string& ifname, const std::string& cidr,
-                   const std::string& mtu) {
+                   const std::string& mtu, bool coordinator) {
     SCOPED_TRACE(base::DumpJson(conflist));
     CniArgs args = Args(ifname);
     auto result = testing::ConflistAdd(conflist, args);
     ASSERT_TRUE(result.ok()) << result.status();
     ASSERT_TRUE((*result)["ips"].is_array() && !(*result)["ips"].empty()) << *result;
     EXPECT_EQ((*result)["ips"][0]["address"], cidr) << *result;
+    EXPECT_EQ(agent_->Count("POST", "/v1/ipam/ip"), 1) << "the IP came from our IPAM plugin";
 
     std::string out;
-    ASSERT_TRUE(Ip({"-n", ns_, "addr", "show", "dev", ifname}, false, &out));
+    ASSERT_TRUE(Ip({"-n", pod_, "addr", "show", "dev", ifname}, false, &out));
     EXPECT_NE(out.find("inet " + cidr), std::string::npos) << out;
     EXPECT_NE(out.find("mtu " + mtu), std::string::npos) << out;
     EXPECT_NE(out.find(",UP"), std::string::npos) << out;
-    // host-local recorded the lease under the network name.
-    std::string ip = cidr.substr(0, cidr.find('/'));
-    std::string lease = data_dir_ + "/" + conflist["name"].get<std::string>() + "/" + ip;
-    EXPECT_TRUE(fs::exists(lease)) << lease;
+    if (coordinator) {
+      EXPECT_GE(agent_->Count("GET", "/v1/coordinator/config"), 1);
+      EXPECT_TRUE(Ip({"-n", pod_, "link", "show", "dev", "veth0"}, false, &out))
+          << "the coordinator did not make veth0";
+      EXPECT_TRUE(NodeHasRuleToTable500()) << "no `to <pod IP> lookup 500` on the node";
+    }
 
     ASSERT_TRUE(testing::ConflistDel(conflist, args, *result).ok());
-    EXPECT_FALSE(Ip({"-n", ns_, "link", "show", "dev", ifname}, /*quiet=*/true))
+    EXPECT_FALSE(Ip({"-n", pod_, "link", "show", "dev", ifname}, /*quiet=*/true))
         << ifname << " still exists after DEL";
-    EXPECT_FALSE(fs::exists(lease)) << "host-local kept " << lease;
+    EXPECT_FALSE(Ip({"-n", pod_, "link", "show", "dev", "veth0"}, true))
+        << "veth0 still exists after DEL";
+    EXPECT_FALSE(NodeHasRuleToTable500()) << "a `lookup 500` rule is left on the node";
+    EXPECT_EQ(agent_->Count("DELETE", "/v1/ipam/ip"), 1) << "the IP went back to the agent";
     auto again = testing::ConflistDel(conflist, args, *result);
     EXPECT_TRUE(again.ok()) << again;
+    EXPECT_FALSE(NodeHasRuleToTable500());
   }
 
-  std::string ip_, ns_, veth_, veth_peer_, bridge_, data_dir_;
+  std::string ip_, node_, pod_, master_, master_peer_, bridge_, tmp_, socket_, cni_path_;
+  std::unique_ptr<StandInAgent> agent_;
 };
 
-// The seed-style macvlan SMC (master = our veth) with a chained tuning plugin, generated with
-// the defaults a real API server applies: macvlan, then tuning (it must get prevResult).
+// The seed-style macvlan SMC (master = the node's veth) with a chained tuning plugin,
+// generated with the defaults a real API server applies: macvlan (spiderpool IPAM), tuning
+// (it must get prevResult), coordinator. The NIC is eth0, the pod's first: the coordinator's
+// auto mode then works as underlay and builds veth0 (a later NIC would need an overlay eth0).
 TEST_F(NodeTest, MacvlanAddDel) {
   auto smc = api::DecodeJson<api::SpiderMultusConfig>(R"({
     "apiVersion": "spiderpool.spidernet.io/v2beta1", "kind": "SpiderMultusConfig",
     "metadata": {"name": "macvlan-node", "namespace": "kube-system"},
-    "spec": {"cniType": "macvlan", "macvlan": {"master": [")" + veth_ + R"("]},
+    "spec": {"cniType": "macvlan", "macvlan": {"master": [")" + master_ + R"("]},
              "chainCNIJsonData": ["{\"type\":\"tuning\",\"mtu\":1400}"]}})");
   ASSERT_TRUE(smc.ok()) << smc.status();
-  Json conflist = Runnable(*smc, "192.0.2.0/24", "192.0.2.10");
-  ASSERT_EQ(conflist["plugins"].size(), 2u) << conflist;
+  Json conflist = Runnable(*smc);
+  ASSERT_EQ(conflist["plugins"].size(), 3u) << conflist;
   EXPECT_EQ(conflist["plugins"][0]["type"], "macvlan");
-  EXPECT_EQ(conflist["plugins"][0]["master"], veth_);
-  EXPECT_EQ(conflist["plugins"][0]["ipam"]["type"], "host-local");
+  EXPECT_EQ(conflist["plugins"][0]["master"], master_);
+  EXPECT_EQ(conflist["plugins"][0]["ipam"]["type"], "spiderpool");
+  EXPECT_EQ(conflist["plugins"][1]["type"], "tuning");
+  EXPECT_EQ(conflist["plugins"][2]["type"], "coordinator");
   EXPECT_EQ(conflist["cniVersion"], "0.3.1");
-  AddCheckDel(conflist, "net1", "192.0.2.10/24", "1400");
+  agent_->SetAddress("eth0", "192.0.2.10/24", "192.0.2.254");
+  AddCheckDel(conflist, "eth0", "192.0.2.10/24", "1400", /*coordinator=*/true);
 }
 
-// A custom SMC: customCNI verbatim (a 0.4.0 bridge + tuning list, so DEL gets prevResult).
+// A custom SMC: customCNI verbatim (a 0.4.0 bridge + tuning list, so DEL gets prevResult). A
+// custom NAD has no coordinator entry.
 TEST_F(NodeTest, CustomAddDel) {
   Json custom = {
       {"cniVersion", "0.4.0"},
@@ -186,9 +267,11 @@ TEST_F(NodeTest, CustomAddDel) {
   smc.metadata.namespace_ = "default";
   smc.spec.cni_type = "custom";
   smc.spec.custom_cni = base::DumpJson(custom);
-  Json conflist = Runnable(smc, "198.51.100.0/24", "198.51.100.20");
-  EXPECT_EQ(conflist["plugins"][0]["ipam"]["type"], "host-local");
-  AddCheckDel(conflist, "net2", "198.51.100.20/24", "1450");
+  Json conflist = Runnable(smc);
+  ASSERT_EQ(conflist["plugins"].size(), 2u) << conflist;
+  EXPECT_EQ(conflist["plugins"][0]["ipam"]["type"], "spiderpool");
+  agent_->SetAddress("net2", "198.51.100.20/24", "");
+  AddCheckDel(conflist, "net2", "198.51.100.20/24", "1450", /*coordinator=*/false);
 }
 
 }  // namespace

@@ -56,14 +56,40 @@ Json PluginConf(const Json& conflist, const Json& plugin, const Json* prev_resul
   return conf;
 }
 
+// The plugin `type` in the CNI_PATH list (first directory holding an executable of that name).
+absl::StatusOr<std::string> FindPlugin(const std::string& type, const CniArgs& a) {
+  for (std::string_view rest = a.cni_path; !rest.empty();) {
+    size_t colon = rest.find(':');
+    std::string_view dir = rest.substr(0, colon);
+    rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
+    if (dir.empty()) continue;
+    std::string path = base::StrCat(dir, "/", type);
+    if (access(path.c_str(), X_OK) == 0) return path;
+  }
+  return absl::NotFoundError(base::ToAbsl(base::StrCat("no plugin ", type, " in ", a.cni_path)));
+}
+
 absl::StatusOr<ProcessResult> Exec(std::string_view command, const Json& conf, const CniArgs& a) {
   std::string type = StringField(conf, "type");
   if (type.empty() || type.find('/') != std::string::npos) {
     return absl::InvalidArgumentError(base::ToAbsl(base::StrCat("bad plugin type in ",
                                                                 base::DumpJson(conf))));
   }
-  return RunProcess({base::StrCat(a.cni_path, "/", type)}, CniEnv(command, a),
-                    base::DumpJson(conf));
+  SP_ASSIGN_OR_RETURN(std::string plugin, FindPlugin(type, a));
+  std::vector<std::string> argv;
+  if (!a.run_in_netns.empty()) {
+    std::string ip = IpBinary();
+    if (ip.empty()) return absl::FailedPreconditionError("no `ip` binary for run_in_netns");
+    argv = {ip, "netns", "exec", a.run_in_netns};
+    if (!a.var_log_dir.empty()) {
+      // $1 = the directory, $2 = the plugin. `ip netns exec` made / a slave mount tree in a new
+      // mount namespace: the bind mount is seen by the plugin and its delegates only.
+      argv.insert(argv.end(), {"/bin/sh", "-c", "mount --bind \"$1\" /var/log && exec \"$2\"",
+                               "sh", a.var_log_dir});
+    }
+  }
+  argv.push_back(plugin);
+  return RunProcess(argv, CniEnv(command, a), base::DumpJson(conf));
 }
 
 absl::Status PluginFailed(std::string_view command, const Json& conf, const ProcessResult& r) {
@@ -79,6 +105,13 @@ bool VersionAtLeast040(const Json& conflist) {
 }
 
 }  // namespace
+
+std::string IpBinary() {
+  for (const char* p : {"/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"}) {
+    if (access(p, X_OK) == 0) return p;
+  }
+  return "";
+}
 
 absl::StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& argv,
                                          const std::vector<std::string>& env,
@@ -197,30 +230,16 @@ absl::Status ConflistDel(const Json& conflist, const CniArgs& args, const Json& 
   return absl::OkStatus();
 }
 
-Json UseHostLocalIpamInsteadOfSpiderpool(Json conflist, std::string_view subnet,
-                                         std::string_view ip, std::string_view data_dir) {
+Json UseAgentSocket(Json conflist, std::string_view socket) {
   if (!CheckConflist(conflist).ok()) return conflist;
   for (Json& plugin : conflist["plugins"]) {
-    if (!plugin.contains("ipam")) continue;
-    if (StringField(plugin["ipam"], "type") != "spiderpool") continue;
-    plugin["ipam"] = Json{
-        {"type", "host-local"},
-        {"dataDir", std::string(data_dir)},
-        {"ranges", Json::array({Json::array({Json{{"subnet", std::string(subnet)},
-                                                  {"rangeStart", std::string(ip)},
-                                                  {"rangeEnd", std::string(ip)}}})})}};
+    std::string type = StringField(plugin, "type");
+    if (type == "coordinator") {
+      plugin["ipam_unix_socket_path"] = std::string(socket);
+    } else if (plugin.contains("ipam") && StringField(plugin["ipam"], "type") == "spiderpool") {
+      plugin["ipam"]["ipam_unix_socket_path"] = std::string(socket);
+    }
   }
-  return conflist;
-}
-
-Json DropCoordinatorPlugin(Json conflist) {
-  if (!CheckConflist(conflist).ok()) return conflist;
-  Json kept = Json::array();
-  for (Json& plugin : conflist["plugins"]) {
-    if (StringField(plugin, "type") == "coordinator") continue;
-    kept.push_back(std::move(plugin));
-  }
-  conflist["plugins"] = std::move(kept);
   return conflist;
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // Test-only: runs real CNI plugin binaries on a conflist the way libcni (and so Multus) does,
-// plus the substitutions the node test needs while parts of the chain are not built yet.
+// optionally inside a "node" network namespace (`ip netns exec`).
 
 #include <string>
 #include <string_view>
@@ -24,13 +24,25 @@ absl::StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& argv,
                                          const std::vector<std::string>& env,
                                          std::string_view input = "");
 
-// The CNI_* environment of one attachment.
+// The absolute path of `ip` (iproute2), "" if there is none.
+std::string IpBinary();
+
+// The CNI_* environment of one attachment, and where the plugins run.
 struct CniArgs {
   std::string container_id;
   std::string netns;  // CNI_NETNS, e.g. /var/run/netns/<name>
   std::string ifname;
+  // CNI_PATH: directories separated by ':'. A plugin `type` is looked up in them in order (as
+  // libcni does), and the plugins exec their delegates (IPAM) from the same list.
   std::string cni_path = "/usr/lib/cni";
   std::string args;  // CNI_ARGS ("IgnoreUnknown=1;K8S_POD_NAMESPACE=...;...")
+  // When set, every plugin runs as `ip netns exec <run_in_netns> <plugin>`: the named netns is
+  // the "node" the plugins change (the coordinator adds a veth, routes and rules there).
+  std::string run_in_netns;
+  // With run_in_netns: this directory is bind-mounted over /var/log for the plugin (in the
+  // private mount namespace `ip netns exec` creates), so the plugins' default log files
+  // (/var/log/spidernet/{spiderpool,coordinator}.log) land in it instead of on the machine.
+  std::string var_log_dir;
 };
 
 // libcni's conflist semantics. ADD runs the plugins in order, each with the list's name and
@@ -41,13 +53,11 @@ absl::StatusOr<base::Json> ConflistAdd(const base::Json& conflist, const CniArgs
 absl::Status ConflistDel(const base::Json& conflist, const CniArgs& args,
                          const base::Json& add_result);
 
-// TEMPORARY until the `spiderpool` IPAM plugin lands: every plugin's ipam block of type
-// "spiderpool" becomes host-local handing out exactly `ip` from `subnet`, keeping its state in
-// `data_dir`. To exercise the real plugin later, stop calling this (and give the test an agent).
-base::Json UseHostLocalIpamInsteadOfSpiderpool(base::Json conflist, std::string_view subnet,
-                                               std::string_view ip, std::string_view data_dir);
-
-// TEMPORARY until the `coordinator` plugin is built: removes the coordinator entry.
-base::Json DropCoordinatorPlugin(base::Json conflist);
+// The one change the node test makes to a generated conflist: our plugins talk to the agent
+// on /var/run/spidernet/spiderpool.sock unless told otherwise, and a test cannot own that path
+// (it may be a real agent's, and tests run side by side). So every `spiderpool` IPAM block gets
+// `ipam_unix_socket_path` and every `coordinator` entry gets `ipam_unix_socket_path` = `socket`
+// (the keys a user sets for an agent listening elsewhere). Nothing else is touched.
+base::Json UseAgentSocket(base::Json conflist, std::string_view socket);
 
 }  // namespace spiderpool::multus::testing
