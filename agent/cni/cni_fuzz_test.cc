@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "agent/cni/cni.h"
+#include "agent/cni/ipam_conf.h"
 #include "agent/ipamapi/ipamapi.h"
 #include "base/json.h"
 

@@ -1,4 +1,5 @@
 #include "agent/cni/cni.h"
+#include "agent/cni/ipam_conf.h"
 
 #include <string>
 

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -15,6 +14,7 @@
 
 #include "agent/cni/agent_client.h"
 #include "agent/cni/cni.h"
+#include "agent/cni/ipam_conf.h"
 #include "agent/ipamapi/ipamapi.h"
 #include "agent/cni/netprobe.h"
 #include "base/ip.h"
@@ -27,20 +27,6 @@ namespace {
 
 constexpr std::string_view kAbout = "CNI plugin spiderpool (IPAM, C++ reimplementation)";
 
-std::string Getenv(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::string(v) : std::string();
-}
-
-Outcome Fail(const CniError& e, std::string_view cni_version) {
-  return Outcome{1, FormatError(e, cni_version) + "\n", ""};
-}
-
-Outcome Succeed(std::string out = "") {
-  if (!out.empty()) out += "\n";
-  return Outcome{0, std::move(out), ""};
-}
-
 std::string Join(const std::vector<std::string>& v, std::string_view sep) {
   std::string out;
   for (size_t i = 0; i < v.size(); ++i) {
@@ -48,12 +34,6 @@ std::string Join(const std::vector<std::string>& v, std::string_view sep) {
     out += v[i];
   }
   return out;
-}
-
-std::string SupportedList() {
-  std::vector<std::string> q;
-  for (std::string_view v : kSupportedVersions) q.push_back(base::StrCat("\"", v, "\""));
-  return "[" + Join(q, " ") + "]";
 }
 
 // ---- file logging ---------------------------------------------------------------------------
@@ -409,79 +389,17 @@ Outcome CmdStatus(Invocation& inv) {
 
 }  // namespace
 
-Env Env::FromProcess() {
-  return Env{.command = Getenv("CNI_COMMAND"),
-             .container_id = Getenv("CNI_CONTAINERID"),
-             .netns = Getenv("CNI_NETNS"),
-             .ifname = Getenv("CNI_IFNAME"),
-             .args = Getenv("CNI_ARGS"),
-             .path = Getenv("CNI_PATH")};
-}
-
 Outcome Run(const Env& env, const RunHooks& hooks) {
-  const std::string& cmd = env.command;
-  if (cmd.empty()) {
-    // libcni's skel: without CNI_COMMAND, print what this is and exit 0.
-    return Outcome{0, "",
-                   base::StrCat(kAbout, "\nCNI protocol versions supported: ",
-                                Join({kSupportedVersions.begin(), kSupportedVersions.end()},
-                                     ", "),
-                                "\n")};
-  }
-  bool add = cmd == "ADD", del = cmd == "DEL", check = cmd == "CHECK";
+  SkelRequest req;
+  if (auto done = RunSkel(env, kAbout, hooks.read_stdin, &req)) return *std::move(done);
+  const std::string& cmd = req.command;
+  bool add = cmd == "ADD", check = cmd == "CHECK";
   bool gc = cmd == "GC", status = cmd == "STATUS";
-  std::vector<std::string> missing;
-  if ((add || del || check) && env.container_id.empty()) missing.push_back("CNI_CONTAINERID");
-  if ((add || check) && env.netns.empty()) missing.push_back("CNI_NETNS");
-  if ((add || del || check) && env.ifname.empty()) missing.push_back("CNI_IFNAME");
-  if ((add || del || check || gc || status) && env.path.empty()) missing.push_back("CNI_PATH");
-  if (!missing.empty()) {
-    return Fail({kErrInvalidEnv,
-                 base::StrCat("required env variables [", Join(missing, ","), "] missing"), ""},
-                "");
-  }
-  if (cmd == "VERSION") return Succeed(VersionInfoJson());
-  if (!(add || del || check || gc || status)) {
-    return Fail({kErrInvalidEnv, base::StrCat("unknown CNI_COMMAND: ", cmd), ""}, "");
-  }
-
-  std::string stdin_text, read_error;
-  if (!hooks.read_stdin || !hooks.read_stdin(&stdin_text, &read_error)) {
-    return Fail({kErrIOFailure, base::StrCat("error reading from stdin: ", read_error), ""}, "");
-  }
-  Json json;
-  std::string version, name;
-  if (auto e = ParseStdin(stdin_text, &json, &version, &name)) {
-    // Echo the config's version in the error when there is one.
-    std::string echo;
-    if (json.is_object() && json.contains("cniVersion") && json["cniVersion"].is_string()) {
-      echo = json["cniVersion"].get<std::string>();
-    }
-    return Fail(*e, echo);
-  }
-  std::string echo = json.contains("cniVersion") ? version : "";
-  if (add || del || check) {
-    if (auto e = ValidateContainerID(env.container_id)) return Fail(*e, echo);
-    if (auto e = ValidateInterfaceName(env.ifname)) return Fail(*e, echo);
-  }
-  if (check) {
-    auto cmp = CompareVersions(version, "0.4.0");
-    if (!cmp) {
-      return Fail({kErrDecoding, base::StrCat("invalid cniVersion \"", version, "\""), ""}, echo);
-    }
-    if (*cmp < 0) {
-      return Fail({kErrIncompatibleVersion, "config version does not allow CHECK", ""}, echo);
-    }
-  }
-  if ((add || del || check) && !IsSupportedVersion(version)) {
-    return Fail({kErrIncompatibleVersion, "incompatible CNI versions",
-                 base::StrCat("config is \"", version, "\", plugin supports ", SupportedList())},
-                echo);
-  }
+  const std::string& echo = req.echo;
 
   Invocation inv{.env = env, .hooks = hooks, .conf = {}, .k8s = {}, .deadline = {}};
-  if (auto e = DecodeNetConf(json, &inv.conf)) return Fail(*e, echo);
-  inv.conf.cni_version = echo.empty() ? std::string(kLatestVersion) : version;
+  if (auto e = DecodeNetConf(req.json, &inv.conf)) return Fail(*e, echo);
+  inv.conf.cni_version = req.cni_version;
   FileLog::Setup(*inv.conf.ipam);
   SP_LOG(Debug).Msg("CNI request").KV("command", cmd).KV("containerID", env.container_id)
       .KV("netns", env.netns).KV("ifName", env.ifname).KV("args", env.args)

@@ -17,6 +17,7 @@
 #include "agent/cni/agent_client.h"
 #include "agent/cni/cni.h"
 #include "agent/cni/netprobe.h"
+#include "agent/cni/skel.h"
 #include "agent/coordinator/config.h"
 #include "agent/coordinator/netlink.h"
 #include "agent/ipamapi/ipamapi.h"
@@ -28,7 +29,9 @@ namespace spiderpool::agent::coordinator {
 namespace {
 
 using cni::CniError;
+using cni::Fail;
 using cni::Outcome;
+using cni::Succeed;
 
 constexpr std::string_view kAbout = "CNI plugin coordinator (C++ reimplementation)";
 // A failure while changing the pod's or the node's network (netlink, sysctl).
@@ -46,13 +49,6 @@ constexpr const char* kHostIfExclude[] = {"docker*", "cbr*",   "dummy*",      "v
                                           "flannel*", "kube-ipvs*", "cni*", "vx-submariner",
                                           "cilium*"};
 
-Outcome Fail(const CniError& e, std::string_view version) {
-  return Outcome{1, cni::FormatError(e, version) + "\n", ""};
-}
-Outcome Succeed(std::string out = "") {
-  if (!out.empty()) out += "\n";
-  return Outcome{0, std::move(out), ""};
-}
 CniError SetupError(std::string_view what, const absl::Status& s) {
   return CniError{kErrSetup, base::StrCat("coordinator: ", what, ": ", base::FromAbsl(s.message())),
                   ""};
@@ -324,8 +320,18 @@ absl::Status Add(const Invocation& inv, Nets& n, Txn* txn,
   }
 
   if (p.first) {
-    SP_RETURN_IF_ERROR(base::Annotate(
-        pnl.AddVeth(p.pod_link, p.host_link, n.host, c.veth_mtu, txn), "setup veth pair"));
+    // A pair left by an earlier ADD of this same sandbox (the runtime retries) is reused; a
+    // node link of that name that is not this pod's veth0 peer belongs to someone else.
+    absl::StatusOr<LinkInfo> existing = hnl.Link(p.host_link);
+    absl::StatusOr<LinkInfo> veth0 = pnl.Link(p.pod_link);
+    if (!existing.ok()) {
+      SP_RETURN_IF_ERROR(base::Annotate(
+          pnl.AddVeth(p.pod_link, p.host_link, n.host, c.veth_mtu, txn), "setup veth pair"));
+    } else if (!veth0.ok() || veth0->peer_index != existing->index) {
+      return absl::AlreadyExistsError(base::StrCat(
+          "setup veth pair: node link ", p.host_link, " already exists and is not the peer of "
+          "this pod's ", p.pod_link, " (another sandbox whose container ID starts the same?)"));
+    }
   }
   SP_ASSIGN_OR_RETURN(LinkInfo pod_link, pnl.Link(p.pod_link));
   SP_ASSIGN_OR_RETURN(LinkInfo host_link, hnl.Link(p.host_link));
@@ -601,53 +607,19 @@ Outcome CmdCheck(Invocation& inv) {
 }  // namespace
 
 Outcome Run(const cni::Env& env, const cni::RunHooks& hooks) {
-  const std::string& cmd = env.command;
-  if (cmd.empty()) {
-    return Outcome{0, "", base::StrCat(kAbout, "\nCNI protocol versions supported: 0.3.0, 0.3.1, "
-                                               "0.4.0, 1.0.0\n")};
+  // Errors echo the parsed cniVersion and the supported-version check comes before CHECK's
+  // 0.4.0 floor: this plugin's behaviour so far (SkelOptions), unlike skel's.
+  cni::SkelRequest req;
+  if (auto done = cni::RunSkel(env, kAbout, hooks.read_stdin, &req,
+                               {.echo_parsed_version = true, .supported_version_first = true})) {
+    return *std::move(done);
   }
-  bool add = cmd == "ADD", del = cmd == "DEL", check = cmd == "CHECK";
+  const std::string& cmd = req.command;
+  const std::string& version = req.version;
+  bool add = cmd == "ADD", del = cmd == "DEL";
   bool gc = cmd == "GC", status = cmd == "STATUS";
-  std::vector<std::string> missing;
-  if ((add || del || check) && env.container_id.empty()) missing.push_back("CNI_CONTAINERID");
-  if ((add || check) && env.netns.empty()) missing.push_back("CNI_NETNS");
-  if ((add || del || check) && env.ifname.empty()) missing.push_back("CNI_IFNAME");
-  if ((add || del || check || gc || status) && env.path.empty()) missing.push_back("CNI_PATH");
-  if (!missing.empty()) {
-    std::string list;
-    for (const auto& m : missing) list += (list.empty() ? "" : ",") + m;
-    return Fail({cni::kErrInvalidEnv, base::StrCat("required env variables [", list, "] missing"), ""},
-                "");
-  }
-  if (cmd == "VERSION") return Succeed(cni::VersionInfoJson());
-  if (!(add || del || check || gc || status)) {
-    return Fail({cni::kErrInvalidEnv, base::StrCat("unknown CNI_COMMAND: ", cmd), ""}, "");
-  }
-  std::string text, read_error;
-  if (!hooks.read_stdin || !hooks.read_stdin(&text, &read_error)) {
-    return Fail({cni::kErrIOFailure, base::StrCat("error reading from stdin: ", read_error), ""}, "");
-  }
-  base::Json json;
-  std::string version, name;
-  if (auto e = cni::ParseStdin(text, &json, &version, &name)) return Fail(*e, "");
-  if (add || del || check) {
-    if (auto e = cni::ValidateContainerID(env.container_id)) return Fail(*e, version);
-    if (auto e = cni::ValidateInterfaceName(env.ifname)) return Fail(*e, version);
-  }
-  if (!cni::IsSupportedVersion(version) && !gc && !status) {
-    return Fail({cni::kErrIncompatibleVersion, "incompatible CNI versions",
-                 base::StrCat("config is \"", version,
-                              "\", plugin supports [\"0.3.0\" \"0.3.1\" \"0.4.0\" \"1.0.0\"]")},
-                version);
-  }
-  if (check) {
-    auto cmp = cni::CompareVersions(version, "0.4.0");
-    if (!cmp || *cmp < 0) {
-      return Fail({cni::kErrIncompatibleVersion, "config version does not allow CHECK", ""}, version);
-    }
-  }
   Invocation inv{.env = env, .version = version, .conf = {}, .k8s = {}, .cfg = {}};
-  if (auto e = DecodeNetConf(json, &inv.conf)) return Fail(*e, version);
+  if (auto e = DecodeNetConf(req.json, &inv.conf)) return Fail(*e, version);
   if (gc || status) return Succeed();  // nothing kept per node; the agent's health is IPAM's
   if (auto e = cni::ParseCniArgs(env.args, &inv.k8s)) return Fail(*e, version);
   if (hooks.deadline_known) {

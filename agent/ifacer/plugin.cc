@@ -2,14 +2,18 @@
 
 #include <utility>
 
+#include "agent/cni/skel.h"
 #include "agent/ifacer/netconf.h"
-#include "agent/ifacer/skel.h"
 #include "base/json.h"
 #include "base/strings.h"
 
 namespace spiderpool::agent::ifacer {
 
 namespace {
+
+using cni::Fail;
+using cni::SkelRequest;
+using cni::Succeed;
 
 constexpr std::string_view kAbout =
     "CNI plugin ifacer (host bond / VLAN interfaces, C++ reimplementation)";
@@ -56,7 +60,7 @@ std::string AddResult(const std::optional<Json>& prev, const std::string& cni_ve
 
 cni::Outcome Run(const cni::Env& env, const Hooks& hooks) {
   SkelRequest req;
-  if (auto done = RunSkel(env, kAbout, hooks.read_stdin, &req)) return *std::move(done);
+  if (auto done = cni::RunSkel(env, kAbout, hooks.read_stdin, &req)) return *std::move(done);
   // Upstream's DEL and CHECK do nothing (the links stay for the next pods; they do not
   // survive a reboot and the next ADD recreates them); GC/STATUS have nothing to check.
   if (req.command != "ADD") return Succeed();

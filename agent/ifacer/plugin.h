@@ -1,17 +1,15 @@
 #pragma once
-// The `ifacer` plugin's whole flow, independent of the process (main.cc reads the environment
-// and stdin, writes stdout, exits). See README.md for the behaviour per command.
-//
-// The protocol steps shared with the `spiderpool` plugin (env checks, stdin, names, versions)
-// are a local copy of agent/cni/plugin.cc's Run() preamble built on agent/cni/cni.h's helpers
-// (skel.h); README.md says what should move to agent/cni.
+// The `ifacer` plugin's whole flow, independent of the process (agent/cni/plugin_main.h reads
+// the environment and stdin, writes stdout, exits). See README.md for the behaviour per command.
+// The protocol steps shared with the other plugins (env checks, stdin, names, versions) are
+// agent/cni/skel.h's RunSkel.
 
 #include <functional>
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "agent/cni/plugin.h"
+#include "agent/cni/skel.h"
 #include "agent/ifacer/links.h"
 
 namespace spiderpool::agent::ifacer {
