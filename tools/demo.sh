@@ -20,7 +20,7 @@ KUBECTL="$TOOLS/kubectl"
 
 echo "=== building"
 TARGETS=(//kube/testing:loopback-apiserver //agent:spiderpool-agent //agent/cni:spiderpool
-         //dra/kubeletplugin/testing:kubelet-standin)
+         //agent/coordinator:coordinator //dra/kubeletplugin/testing:kubelet-standin)
 HAVE_CONTROLLER=0
 if bazel query --noshow_progress //operator:spiderpool-controller >/dev/null 2>&1; then
   TARGETS+=(//operator:spiderpool-controller)
@@ -126,6 +126,22 @@ k apply --validate=false -f e2e/samples/dra/deviceclass.yaml -f e2e/samples/dra/
 echo "    (e2e/samples/dra/deployment.yaml is the workload; this machine has no scheduler or kubelet,"
 echo "     so the demo plays their parts below for its first replica)"
 
+echo "=== the SpiderCoordinator \"default\" (the chart's install hook creates it; spiderpool-controller syncs it)"
+# podCIDRType none: this machine runs no kube-controller-manager, Calico or Cilium whose pod
+# CIDRs the controller could discover (on a cluster: auto).
+k apply --validate=false -f - >/dev/null <<'YAML'
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderCoordinator
+metadata:
+  name: default
+spec:
+  podCIDRType: none
+  hijackCIDR: ["169.254.0.0/16"]
+YAML
+coordinator_synced() { [[ $(k get spidercoordinator default -o jsonpath='{.status.phase}') == Synced ]]; }
+wait_for "the SpiderCoordinator to be Synced" 30 coordinator_synced || { cat "$WORK/controller.log"; exit 1; }
+k get spidercoordinator default -o jsonpath='{"    "}{.spec}{" -> status "}{.status}{"\n"}'
+
 echo "=== two nodes: network namespaces whose eth0 (a veth into one switch) is the macvlan master"
 ip netns add "$SW_NS"
 ip -n "$SW_NS" link add br0 type bridge && ip -n "$SW_NS" link set br0 up
@@ -204,27 +220,47 @@ YAML
 wait_for "node2's devices" 30 has_devices node2 || { cat "$WORK/node2/agent.log"; exit 1; }
 echo "    node2: $(slices node2)"
 
-# The macvlan plugin entry of the NAD's conflist, as libcni hands it to the plugin, with the
-# node's agent socket (the coordinator entry is not built yet).
-plugin_conf() {  # plugin_conf <node>
-  python3 - "$NAD_CONFIG" "$WORK/$1/spiderpool.sock" <<'PY'
-import json, sys
-conf = json.loads(sys.argv[1])
-p = dict(conf["plugins"][0])
-p["cniVersion"] = conf["cniVersion"]
-p["name"] = conf["name"]
-p["ipam"] = dict(p.get("ipam", {}), ipam_unix_socket_path=sys.argv[2])
-print(json.dumps(p))
-PY
-}
+# The NAD's conflist run as libcni (and so Multus) runs it, unchanged: ADD each plugin in order
+# (macvlan, which execs `spiderpool` for IPAM, then `coordinator`) with the previous result as
+# prevResult; DEL in reverse with the cached ADD result. The only per-node setting is the
+# agent's socket (each demo node has its own agent; a real node uses /var/run/spidernet).
 cni() {  # cni ADD|DEL <pod> <node>
   local uid
   uid=$(k get pod "$2" -o jsonpath='{.metadata.uid}')
-  ip netns exec "spd${ID}-$3" env CNI_COMMAND="$1" CNI_CONTAINERID="ctr-$2" \
-    CNI_NETNS="/var/run/netns/spd${ID}-$2" CNI_IFNAME=eth0 \
-    CNI_PATH="$BIN/agent/cni:/usr/lib/cni" \
-    CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=$2;K8S_POD_UID=$uid" \
-    /usr/lib/cni/macvlan <<<"$(plugin_conf "$3")"
+  ip netns exec "spd${ID}-$3" python3 - "$1" "$NAD_CONFIG" "$WORK/$3/spiderpool.sock" "$WORK/$2.result" \
+    "$BIN" "ctr-$2" "/var/run/netns/spd${ID}-$2" \
+    "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=$2;K8S_POD_UID=$uid" <<'PY'
+import json, os, subprocess, sys
+cmd, nad, sock, cache, bin_dir, ctr, netns, args = sys.argv[1:]
+conf = json.loads(nad)
+plugins = conf["plugins"]
+paths = {"coordinator": bin_dir + "/agent/coordinator/coordinator"}
+env = dict(os.environ, CNI_COMMAND=cmd, CNI_CONTAINERID=ctr, CNI_NETNS=netns, CNI_IFNAME="eth0",
+           CNI_PATH=bin_dir + "/agent/cni:/usr/lib/cni", CNI_ARGS=args)
+prev = json.load(open(cache)) if cmd == "DEL" and os.path.exists(cache) else None
+out = ""
+for p in (reversed(plugins) if cmd == "DEL" else plugins):
+    p = dict(p, name=conf["name"], cniVersion=conf["cniVersion"])
+    if "ipam" in p:
+        p["ipam"] = dict(p["ipam"], ipam_unix_socket_path=sock)
+    if p["type"] == "coordinator":
+        p["ipam_unix_socket_path"] = sock
+    if prev is not None:
+        p["prevResult"] = prev
+    r = subprocess.run([paths.get(p["type"], "/usr/lib/cni/" + p["type"])], input=json.dumps(p),
+                       capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        sys.stdout.write(r.stdout)
+        sys.exit(r.returncode)
+    if cmd == "ADD":
+        prev = json.loads(r.stdout)
+    out = r.stdout
+if cmd == "ADD":
+    json.dump(prev, open(cache, "w"))
+elif os.path.exists(cache):
+    os.remove(cache)
+sys.stdout.write(out)
+PY
 }
 start_pod() {  # start_pod <pod> <node> <pool>
   k apply -f - >/dev/null <<YAML
@@ -242,7 +278,7 @@ spec:
 YAML
   ip netns add "spd${ID}-$1"
   PODS+=("$1")
-  echo "--- CNI ADD $1 on $2 (macvlan -> spiderpool -> $2's agent)"
+  echo "--- CNI ADD $1 on $2 (macvlan -> spiderpool -> $2's agent, then coordinator)"
   cni ADD "$1" "$2" | python3 -c 'import json,sys; r=json.load(sys.stdin); print("    result:", json.dumps({"ips": r["ips"], "routes": r.get("routes", [])}))'
   echo "    inside $1: $(ip -n "spd${ID}-$1" -4 -o addr show dev eth0 | awk '{print $4}')," \
        "$(ip -n "spd${ID}-$1" route show default)"
@@ -252,6 +288,11 @@ start_pod pod-a node1 ippool-test
 start_pod pod-b node1 ippool-test
 start_pod pod-c node1 ippool-test
 start_pod pod-d node2 ippool-node2
+echo "=== pod-a reaches its own node (node1, 172.18.0.11) through the coordinator's veth0"
+echo "    (a macvlan pod cannot reach its master's host by itself; the coordinator added:)"
+ip -n "spd${ID}-pod-a" route show dev veth0 | sed 's/^/      pod-a: /'
+ip -n "spd${ID}-node1" rule show | grep 'lookup 500' | head -3 | sed 's/^/      node1: /'
+ip netns exec "spd${ID}-pod-a" busybox ping -c 1 -W 2 172.18.0.11 | sed 's/^/    /'
 echo "=== pod-a pings pod-c over the macvlan network"
 ip netns exec "spd${ID}-pod-a" busybox ping -c 1 -W 2 \
   "$(ip -n "spd${ID}-pod-c" -4 -o addr show dev eth0 | awk '{print $4}' | cut -d/ -f1)" | sed 's/^/    /'
