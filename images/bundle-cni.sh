@@ -4,7 +4,10 @@
 # CNI plugins in the host's mount namespace). install-cni.sh puts the bundle next to the host's
 # CNI binaries and writes one small launcher per plugin.
 #   images/bundle-cni.sh DEST BINARY...     ->  DEST/bin/<binary>, DEST/lib/<libs + loader>,
-#                                               DEST/interp (the loader's file name)
+#                                               DEST/interp (the loader's file name),
+#                                               DEST/static/<binary> for a static binary
+# Our plugins are linked fully static in the product build (agent/cni/static_link.bzl): they
+# are copied as they are and run without the loader.
 set -euo pipefail
 
 if (($# < 2)); then
@@ -13,11 +16,15 @@ if (($# < 2)); then
 fi
 dest=$1
 shift
-mkdir -p "$dest/bin" "$dest/lib"
+mkdir -p "$dest/bin" "$dest/lib" "$dest/static"
 
 interp=""
 for bin in "$@"; do
   install -m 0755 "$bin" "$dest/bin/$(basename "$bin")"
+  if ! readelf -l "$bin" 2>/dev/null | grep -q 'Requesting program interpreter'; then
+    touch "$dest/static/$(basename "$bin")"  # no loader, no libraries
+    continue
+  fi
   out=$(ldd "$bin")
   if grep -q 'not found' <<<"$out"; then
     echo "bundle-cni: $bin: missing libraries:" >&2
@@ -30,7 +37,7 @@ for bin in "$@"; do
   done < <(awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' <<<"$out")
   loader=$(awk '$1 ~ /^\// {print $1}' <<<"$out")
   if [[ -z $loader ]]; then
-    echo "bundle-cni: $bin is not dynamically linked; copy it as is instead" >&2
+    echo "bundle-cni: $bin: ldd names no loader" >&2
     exit 1
   fi
   if [[ -n $interp && $interp != "$(basename "$loader")" ]]; then

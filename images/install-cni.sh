@@ -23,7 +23,7 @@ src=${SPIDERPOOL_CNI_BUNDLE:-/usr/lib/spiderpool/cni}
 marker="# installed by spiderpool-agent"
 
 [ -d "$mount_dir" ] || { echo "install-cni: $mount_dir is not mounted" >&2; exit 1; }
-interp=$(cat "$src/interp")
+interp=$(cat "$src/interp" 2>/dev/null || true)
 hash=$(cd "$src" && find . -type f | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-12)
 bundle="spiderpool.d-$hash"
 
@@ -43,7 +43,11 @@ install_launcher() {
   {
     echo "#!/bin/sh"
     echo "$marker ($bundle)"
-    echo "exec \"$d/lib/$interp\" --library-path \"$d/lib\" --argv0 \"\$0\" \"$d/bin/$name\" \"\$@\""
+    if [ -e "$src/static/$name" ]; then
+      echo "exec \"$d/bin/$name\" \"\$@\""  # statically linked: no loader needed
+    else
+      echo "exec \"$d/lib/$interp\" --library-path \"$d/lib\" --argv0 \"\$0\" \"$d/bin/$name\" \"\$@\""
+    fi
   } >"$tmp"
   chmod 0755 "$tmp"
   mv -f "$tmp" "$mount_dir/$name"

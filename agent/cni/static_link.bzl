@@ -59,8 +59,17 @@ ABSL_STATIC = [
 # The linkopts of every CNI plugin binary: abseil's and libstdc++'s static archives in one
 # group (they reference each other), --as-needed so the shared -labsl_* flags that
 # //third_party:absl adds afterwards are dropped.
+#
+# In the product build (g++) the binaries are linked fully static (`-static`: libnl, libc,
+# libm, libgcc too): the dynamic loader resolving libnl-route-3/libnl-3/libc was about a third of
+# the coordinator's exec (bench/README.md "coordinator_add": p99 32-53 ms shared, 8-13 ms
+# static). The sanitizer build (clang) cannot link ASan statically, so it keeps the shared
+# system libraries; images/bundle-cni.sh handles both.
 PLUGIN_LINKOPTS = (
     ["-Wl,--as-needed", "-Wl,--start-group"] +
     ["-l:lib%s.a" % lib for lib in ABSL_STATIC] +
     ["-l:libstdc++.a", "-Wl,--end-group"]
-)
+) + select({
+    "//agent/cni:sanitizers": [],
+    "//conditions:default": ["-static"],
+})
