@@ -494,13 +494,19 @@ absl::Status Netlink::AddNeigh(int if_index, const base::IPAddress& ip, const Ma
   if (err < 0) {
     return NlError(err, base::StrCat("add neighbour ", ip.ToString(), " lladdr ", MacString(mac)));
   }
-  txn->OnRollback([this, if_index, ip] {
-    NeighPtr d(rtnl_neigh_alloc());
-    rtnl_neigh_set_ifindex(d.get(), if_index);
-    AddrPtr a = ToNl(ip, ip.bits());
-    rtnl_neigh_set_dst(d.get(), a.get());
-    (void)rtnl_neigh_delete(sock_, d.get(), 0);
-  });
+  txn->OnRollback([this, if_index, ip] { (void)DeleteNeigh(if_index, ip); });
+  return absl::OkStatus();
+}
+
+absl::Status Netlink::DeleteNeigh(int if_index, const base::IPAddress& ip) {
+  NeighPtr d(rtnl_neigh_alloc());
+  rtnl_neigh_set_ifindex(d.get(), if_index);
+  AddrPtr a = ToNl(ip, ip.bits());
+  rtnl_neigh_set_dst(d.get(), a.get());
+  int err = rtnl_neigh_delete(sock_, d.get(), 0);
+  if (err < 0 && err != -NLE_OBJ_NOTFOUND && err != -NLE_NODEV) {
+    return NlError(err, base::StrCat("delete neighbour ", ip.ToString()));
+  }
   return absl::OkStatus();
 }
 

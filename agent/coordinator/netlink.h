@@ -119,6 +119,7 @@ class Netlink {
   absl::Status DeleteRule(const RuleInfo& rule);  // OK when missing
   // A permanent neighbour entry (replaces a stale one).
   absl::Status AddNeigh(int if_index, const base::IPAddress& ip, const Mac& mac, Txn* txn);
+  absl::Status DeleteNeigh(int if_index, const base::IPAddress& ip);  // OK when missing
 
  private:
   explicit Netlink(nl_sock* sock) : sock_(sock) {}

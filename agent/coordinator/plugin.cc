@@ -546,6 +546,17 @@ Outcome CmdDel(Invocation& inv) {
   if (first && (c.mode != Mode::kOverlay)) {
     warn(n.hnl->DeleteLink(HostVethName(inv.env.container_id)), "DEL: host veth");
   }
+  // Overlay: the node end is the first NIC's peer (Calico's/Cilium's veth), which stays; the
+  // neighbours ADD put there for this NIC's IPs go.
+  bool overlay = !first && (c.mode == Mode::kOverlay || (c.mode == Mode::kAuto && !veth0));
+  if (overlay && n.pnl) {
+    absl::StatusOr<LinkInfo> pod_first = n.pnl->Link(c.pod_default_cni_nic);
+    if (pod_first.ok() && pod_first->peer_index > 0) {
+      for (const base::IPPrefix& ip : ips) {
+        warn(n.hnl->DeleteNeigh(pod_first->peer_index, ip.address()), "DEL: node neighbour");
+      }
+    }
+  }
   // A later NIC's table and the rules that lead to it.
   if (!first && n.pnl) {
     if (std::optional<int> table = RuleTableFor(ifname, c.multus_nic_prefix)) {
@@ -561,7 +572,6 @@ Outcome CmdDel(Invocation& inv) {
       }
     }
   }
-  (void)veth0;
   SP_LOG(Info).Msg("coordinator DEL done").KV("ifName", ifname).KV("ips", ips.size());
   return Succeed();
 }

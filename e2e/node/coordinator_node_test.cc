@@ -17,6 +17,7 @@
 #include "agent/ipamapi/ipamapi.h"
 #include "base/json.h"
 #include "base/strings.h"
+#include "base/subprocess.h"
 #include "e2e/node/node_env.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -25,6 +26,7 @@ namespace spiderpool::e2e {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr char kNodeIP[] = "10.77.0.2";
 constexpr char kPodIP[] = "10.77.0.10";
@@ -298,6 +300,75 @@ TEST_F(CoordinatorNodeTest, BadInputIsACniErrorNamingTheFieldAndChangesNothing) 
   // The agent gone: DEL still succeeds (a pod must never hang Terminating on us).
   agent_.reset();
   DelChain(prev);
+}
+
+// Overlay: the pod's eth0 is a Calico-style veth (a /32, default route via 169.254.1.1, the
+// node end answering ARP by proxy and routing the pod's /32); macvlan adds net1 and the
+// coordinator, in auto mode, picks overlay: the node reaches the pod's underlay IP through the
+// Calico veth, net1's routes move into table 100 behind "from/to" rules, the default route
+// stays on eth0, and DEL gives both namespaces back as they were.
+TEST_F(CoordinatorNodeTest, OverlayLaterNicIsReachedThroughTheFirstNicsVeth) {
+  const std::string cali = "calitest0";
+  ASSERT_TRUE(Ip({"link", "add", cali, "netns", node_, "type", "veth", "peer", "name", "eth0",
+                  "netns", pod_}).ok());
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"-n", node_, "link", "set", cali, "up"},
+           {"-n", node_, "route", "add", "10.244.1.5/32", "dev", cali, "scope", "link"},
+           {"-n", pod_, "link", "set", "eth0", "up"},
+           {"-n", pod_, "addr", "add", "10.244.1.5/32", "dev", "eth0"},
+           {"-n", pod_, "route", "add", "169.254.1.1", "dev", "eth0", "scope", "link"},
+           {"-n", pod_, "route", "add", "default", "via", "169.254.1.1", "dev", "eth0"}}) {
+    ASSERT_TRUE(Ip(args).ok()) << ::testing::PrintToString(args);
+  }
+  ASSERT_TRUE(base::RunProcess({.argv = {"/usr/sbin/ip", "netns", "exec", node_, "sysctl", "-qw",
+                                         "net.ipv4.conf." + cali + ".proxy_arp=1"},
+                                .inherit_env = true})
+                  .ok());
+  const std::string node_before = Snapshot(node_);
+  const std::string pod_before = Snapshot(pod_);
+
+  base::Json mconf = MacvlanConf();
+  mconf["ipam"]["routes"] = base::Json::array();  // the default route stays Calico's
+  CniOutcome m = Run("ADD", "/usr/lib/cni/macvlan", mconf, "net1");
+  ASSERT_EQ(m.exit_code, 0) << m.Describe();
+  base::Json conf = CoordinatorConf();
+  conf["prevResult"] = m.json;
+  CniOutcome out = Run("ADD", Coordinator(), conf, "net1");
+  ASSERT_EQ(out.exit_code, 0) << out.Describe();
+  EXPECT_FALSE(net_->PodLinkExists("p", "veth0")) << "overlay mode makes no veth pair";
+
+  // The node reaches the pod's macvlan IP through the Calico veth (macvlan alone cannot).
+  auto ping = base::RunProcess({.argv = {"/usr/sbin/ip", "netns", "exec", node_, "/bin/busybox",
+                                         "ping", "-c", "1", "-W", "2", kPodIP},
+                                .inherit_env = true,
+                                .timeout = absl::Seconds(10)});
+  ASSERT_TRUE(ping.ok());
+  EXPECT_EQ(ping->exit_code, 0) << ping->stdout_data << Snapshot(pod_) << Snapshot(node_);
+
+  auto rules = Ip({"-n", pod_, "rule", "show"});
+  ASSERT_TRUE(rules.ok());
+  EXPECT_THAT(*rules, HasSubstr(base::StrCat("from ", kPodIP, " lookup 100")));
+  EXPECT_THAT(*rules, HasSubstr("from all to 10.77.0.0/24 lookup 100"));
+  auto t100 = Ip({"-n", pod_, "route", "show", "table", "100"});
+  ASSERT_TRUE(t100.ok());
+  EXPECT_THAT(*t100, HasSubstr("10.77.0.0/24 dev net1"));
+  EXPECT_THAT(*t100, HasSubstr(base::StrCat(kNodeIP, " dev eth0 scope link")));
+  EXPECT_THAT(*t100, HasSubstr(base::StrCat("10.96.0.0/12 via ", kNodeIP, " dev eth0")));
+  auto main_routes = Ip({"-n", pod_, "route", "show", "table", "main"});
+  ASSERT_TRUE(main_routes.ok());
+  EXPECT_THAT(*main_routes, HasSubstr("default via 169.254.1.1 dev eth0"));
+  EXPECT_THAT(*main_routes, Not(HasSubstr("net1"))) << "net1's routes moved to table 100";
+  auto node_t500 = Ip({"-n", node_, "route", "show", "table", "500"});
+  ASSERT_TRUE(node_t500.ok());
+  EXPECT_THAT(*node_t500, HasSubstr(base::StrCat(kPodIP, " dev ", cali, " scope link")));
+
+  base::Json del = CoordinatorConf();
+  del["prevResult"] = m.json;
+  EXPECT_EQ(Run("DEL", Coordinator(), del, "net1").exit_code, 0);
+  mconf["prevResult"] = m.json;
+  EXPECT_EQ(Run("DEL", "/usr/lib/cni/macvlan", mconf, "net1").exit_code, 0);
+  EXPECT_EQ(Snapshot(node_), node_before);
+  EXPECT_EQ(Snapshot(pod_), pod_before);
 }
 
 TEST_F(CoordinatorNodeTest, DisableModeOnlyPassesTheResultOn) {

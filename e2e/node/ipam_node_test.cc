@@ -119,11 +119,14 @@ class IpamNodeTest : public ::testing::Test {
     created_pools_.push_back(name);
   }
 
-  void StartAgent(const std::string& n) {
+  void StartAgent(const std::string& n, std::vector<std::string> extra_args = {}) {
     agents_.erase(n);
+    std::vector<std::string> argv = {Runfile("agent/spiderpool-agent"), "--node-name=" + NodeName(n),
+                                     "--kubeconfig=" + kubeconfig_, "--socket=" + Socket(n),
+                                     "--health-port=-1"};
+    argv.insert(argv.end(), extra_args.begin(), extra_args.end());
     auto p = base::Process::Start(
-        {.argv = {Runfile("agent/spiderpool-agent"), "--node-name=" + NodeName(n),
-                  "--kubeconfig=" + kubeconfig_, "--socket=" + Socket(n), "--health-port=-1"},
+        {.argv = argv,
          .inherit_env = true,
          .output_file = base::StrCat(tmp_, "/agent-", n, ".log")});
     ASSERT_TRUE(p.ok()) << p.status();
@@ -522,6 +525,43 @@ TEST_F(IpamNodeTest, DeploymentPodGetsAnIPFromItsSubnetAutoPool) {
   (void)kube::Client<api::Deployment>(cluster_->rest()).Delete(ns_, "web");
   (void)kube::Client<api::ReplicaSet>(cluster_->rest()).Delete(ns_, "web-5d4f");
   (void)kube::Client<api::SpiderSubnet>(cluster_->rest()).Delete("", subnet);
+}
+
+// enableIPConflictDetection (ConfigMap spiderpool-conf): another host on the segment answers
+// ARP for the IP the pool hands out. ADD fails naming the IP and that host's MAC, and the IP's
+// pool record is gone (the plugin released it before failing); once the squatter is gone, the
+// same pod starts.
+TEST_F(IpamNodeTest, ConflictingIPFailsAddAndItsPoolRecordIsReleased) {
+  const std::string conf = tmp_ + "/conf.yml";
+  {
+    std::ofstream out(conf);
+    out << "enableIPConflictDetection: true\nenableGatewayDetection: false\n";
+  }
+  StartAgent("a", {"--config=" + conf});
+  // Node b's eth0 answers for every IP of the pool.
+  const std::string squatter = net_->NodeNetns("b");
+  for (int i = 131; i <= 140; ++i) {
+    ASSERT_TRUE(Ip({"-n", squatter, "addr", "add", base::StrCat("172.18.30.", i, "/16"), "dev", "eth0"}).ok());
+  }
+  auto link = Ip({"-n", squatter, "-j", "link", "show", "eth0"});
+  ASSERT_TRUE(link.ok());
+  const std::string squatter_mac = (*base::ParseJson(*link))[0].value("address", "");
+
+  api::Pod pod = CreatePod("p1", "a");
+  CniOutcome add = Cni("ADD", pod, "a");
+  EXPECT_EQ(add.exit_code, 1) << add.Describe();
+  EXPECT_EQ(add.json.value("code", 0), 102) << add.Describe();
+  EXPECT_THAT(add.json.value("msg", ""), HasSubstr("IP conflict: 172.18.30.13")) << add.Describe();
+  EXPECT_THAT(add.json.value("msg", ""), HasSubstr(squatter_mac)) << add.Describe();
+  EXPECT_TRUE(Records(pool_, 0).empty()) << "the conflicting IP must not stay allocated";
+  EXPECT_EQ(Cni("DEL", pod, "a").exit_code, 0);  // the runtime's cleanup of the failed ADD
+
+  ASSERT_TRUE(Ip({"-n", squatter, "addr", "flush", "dev", "eth0"}).ok());
+  add = Cni("ADD", pod, "a");
+  ASSERT_EQ(add.exit_code, 0) << add.Describe();
+  EXPECT_EQ(Records(pool_, 1).size(), 1u);
+  EXPECT_EQ(Cni("DEL", pod, "a").exit_code, 0);
+  EXPECT_TRUE(Records(pool_, 0).empty());
 }
 
 TEST_F(IpamNodeTest, BadInputGivesCniErrorsAndAllocatesNothing) {
