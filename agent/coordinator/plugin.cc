@@ -452,11 +452,13 @@ absl::Status Add(const Invocation& inv, Nets& n, Txn* txn,
   return absl::OkStatus();
 }
 
-Outcome CmdAdd(Invocation& inv) {
+// ADD and CHECK: prevResult present and of this version, the agent's settings merged into
+// inv.cfg. nullopt when ready, else the failure to print.
+std::optional<Outcome> Prepare(Invocation& inv, std::string_view why_prev_result) {
   const std::string& v = inv.version;
   if (!inv.conf.prev_result.has_value()) {
     return Fail({cni::kErrInvalidNetworkConfig, "required prevResult missing",
-                 "coordinator is a chained plugin: it needs the main plugin's result"},
+                 std::string(why_prev_result)},
                 v);
   }
   if (auto e = cni::ValidatePrevResult(*inv.conf.prev_result, v)) return Fail(*e, v);
@@ -464,6 +466,15 @@ Outcome CmdAdd(Invocation& inv) {
   std::optional<ipamapi::CoordinatorConfig> cluster = AskAgent(inv, kAddAgentBudget, &agent_error);
   if (!cluster.has_value()) return Fail(agent_error, v);
   if (auto e = Resolve(inv.conf, cluster, &inv.cfg)) return Fail(*e, v);
+  return std::nullopt;
+}
+
+Outcome CmdAdd(Invocation& inv) {
+  const std::string& v = inv.version;
+  if (std::optional<Outcome> failed = Prepare(
+          inv, "coordinator is a chained plugin: it needs the main plugin's result")) {
+    return *failed;
+  }
   SetupLog(inv.cfg);
   std::string result = base::DumpJson(*inv.conf.prev_result);
   if (inv.cfg.mode == Mode::kDisable) return Succeed(result);
@@ -580,16 +591,10 @@ Outcome CmdDel(Invocation& inv) {
 
 Outcome CmdCheck(Invocation& inv) {
   const std::string& v = inv.version;
-  if (!inv.conf.prev_result.has_value()) {
-    return Fail({cni::kErrInvalidNetworkConfig, "required prevResult missing",
-                 "CHECK needs the result of the previous ADD in \"prevResult\""},
-                v);
+  if (std::optional<Outcome> failed =
+          Prepare(inv, "CHECK needs the result of the previous ADD in \"prevResult\"")) {
+    return *failed;
   }
-  if (auto e = cni::ValidatePrevResult(*inv.conf.prev_result, v)) return Fail(*e, v);
-  CniError agent_error;
-  std::optional<ipamapi::CoordinatorConfig> cluster = AskAgent(inv, kAddAgentBudget, &agent_error);
-  if (!cluster.has_value()) return Fail(agent_error, v);
-  if (auto e = Resolve(inv.conf, cluster, &inv.cfg)) return Fail(*e, v);
   if (inv.cfg.mode == Mode::kDisable) return Succeed();
   absl::StatusOr<Nets> nets = OpenNets(inv.env.netns, false);
   if (!nets.ok()) return Fail(SetupError("open network namespaces", nets.status()), v);

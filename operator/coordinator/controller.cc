@@ -394,16 +394,6 @@ struct Bundle {
   std::unique_ptr<CoordinatorController> controller;
 };
 
-class ControllerRunnable : public kube::Runnable {
- public:
-  explicit ControllerRunnable(std::shared_ptr<Bundle> b) : b_(std::move(b)) {}
-  std::string Name() const override { return b_->controller->Name(); }
-  bool NeedsLeaderElection() const override { return true; }
-  absl::Status Run(std::stop_token stop) override { return b_->controller->Run(stop); }
-
- private:
-  std::shared_ptr<Bundle> b_;
-};
 
 template <typename T>
 std::unique_ptr<kube::Runnable> InformerRunnable(std::string name, std::shared_ptr<Bundle> b,
@@ -450,7 +440,10 @@ absl::StatusOr<CoordinatorController*> AddToManager(kube::Manager* manager,
   manager->Add(InformerRunnable("spidercoordinator-control-plane-pod-informer", b, b->pods.get()));
   manager->Add(InformerRunnable("spidercoordinator-kubeadm-config-informer", b, b->kubeadm.get()));
   manager->Add(InformerRunnable("spidercoordinator-cilium-config-informer", b, b->cilium.get()));
-  manager->Add(std::make_unique<ControllerRunnable>(b));
+  // The controller runs on the leader only; the runnable keeps the whole bundle alive.
+  manager->Add(std::make_unique<kube::FuncRunnable>(
+      b->controller->Name(), /*needs_leader=*/true,
+      [b](std::stop_token stop) { return b->controller->Run(stop); }));
   return out;
 }
 

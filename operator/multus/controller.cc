@@ -299,16 +299,6 @@ struct Bundle {
   std::unique_ptr<MultusConfigController> controller;
 };
 
-class ControllerRunnable : public kube::Runnable {
- public:
-  explicit ControllerRunnable(std::shared_ptr<Bundle> b) : b_(std::move(b)) {}
-  std::string Name() const override { return b_->controller->Name(); }
-  bool NeedsLeaderElection() const override { return true; }
-  absl::Status Run(std::stop_token stop) override { return b_->controller->Run(stop); }
-
- private:
-  std::shared_ptr<Bundle> b_;
-};
 
 }  // namespace
 
@@ -349,7 +339,10 @@ absl::StatusOr<MultusConfigController*> AddToManager(kube::Manager* manager,
         b->nads->Run(s);
         return absl::OkStatus();
       }));
-  manager->Add(std::make_unique<ControllerRunnable>(b));
+  // The controller runs on the leader only; the runnable keeps the whole bundle alive.
+  manager->Add(std::make_unique<kube::FuncRunnable>(
+      b->controller->Name(), /*needs_leader=*/true,
+      [b](std::stop_token stop) { return b->controller->Run(stop); }));
   return out;
 }
 
