@@ -1,8 +1,10 @@
 #include "operator/coordinator/controller.h"
 
+
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/str_join.h"
 #include "base/log.h"
 #include "base/status.h"
 #include "base/strings.h"
@@ -22,15 +24,6 @@ constexpr char kNone[] = "none";
 bool SameStatus(const api::CoordinatorStatus& a, const api::CoordinatorStatus& b) {
   return a.phase == b.phase && a.reason == b.reason && a.overlay_pod_cidr == b.overlay_pod_cidr &&
          a.service_cidr == b.service_cidr;
-}
-
-std::string Join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const std::string& s : v) {
-    if (!out.empty()) out += ",";
-    out += s;
-  }
-  return out;
 }
 
 // 404 (not served) and 403 (not allowed) mean "this source is not available", not a failure.
@@ -167,8 +160,8 @@ absl::StatusOr<kube::ReconcileResult> CoordinatorController::Reconcile(
       .KV("controller", kControllerName)
       .KV("coordinator", request.name)
       .KV("phase", desired.phase)
-      .KV("overlayPodCIDR", Join(desired.overlay_pod_cidr))
-      .KV("serviceCIDR", Join(desired.service_cidr));
+      .KV("overlayPodCIDR", absl::StrJoin(desired.overlay_pod_cidr, ","))
+      .KV("serviceCIDR", absl::StrJoin(desired.service_cidr, ","));
   if (!desired.reason.empty()) log.KV("reason", desired.reason);
   return resync;
 }

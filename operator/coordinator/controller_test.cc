@@ -7,12 +7,14 @@
 
 #include "operator/coordinator/controller.h"
 
+
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <functional>
 #include <thread>
 
+#include "absl/strings/str_join.h"
 #include "api/codec.h"
 #include "api/core.h"
 #include "api/spider.h"
@@ -41,11 +43,6 @@ bool WaitUntil(const std::function<bool()>& pred) {
   return true;
 }
 
-std::string Joined(const Strings& v) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
-  return out;
-}
 
 class CoordinatorControllerTest : public ::testing::Test {
  protected:
@@ -127,11 +124,11 @@ class CoordinatorControllerTest : public ::testing::Test {
     });
     if (ok) return;
     auto s = Status(name);
-    ADD_FAILURE() << "coordinator " << name << " wants " << phase << " overlay [" << Joined(overlay)
-                  << "] service [" << Joined(service) << "], has "
+    ADD_FAILURE() << "coordinator " << name << " wants " << phase << " overlay [" << absl::StrJoin(overlay, ",")
+                  << "] service [" << absl::StrJoin(service, ",") << "], has "
                   << (s.has_value()
-                          ? base::StrCat(s->phase, " overlay [", Joined(s->overlay_pod_cidr),
-                                         "] service [", Joined(s->service_cidr), "] reason \"",
+                          ? base::StrCat(s->phase, " overlay [", absl::StrJoin(s->overlay_pod_cidr, ","),
+                                         "] service [", absl::StrJoin(s->service_cidr, ","), "] reason \"",
                                          s->reason, "\"")
                           : std::string("no status"));
   }
