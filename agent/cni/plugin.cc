@@ -340,8 +340,12 @@ Outcome CmdAdd(Invocation& inv) {
 }
 
 Outcome CmdDel(Invocation& inv) {
-  // DEL always succeeds once the config is valid: whatever we cannot release now, the GC
-  // reclaims (upstream behaves the same).
+  // DEL neither lies nor blocks. An agent that cannot be reached (no socket, refused, no answer
+  // within the budget) must not keep a pod Terminating or a node drain waiting: DEL succeeds
+  // after logging and spiderpool-controller's GC reclaims the IPs. An agent that answers but
+  // cannot release (an API error, still starting) gets a CNI error, so the kubelet retries
+  // instead of believing the IPs are free.
+  const std::string& v = inv.conf.cni_version;
   if (inv.k8s.pod_namespace.empty() || inv.k8s.pod_name.empty()) {
     SP_LOG(Warning).Msg("DEL without K8S_POD_NAMESPACE/K8S_POD_NAME: nothing to release")
         .KV("CNI_ARGS", inv.env.args);
@@ -351,13 +355,44 @@ Outcome CmdDel(Invocation& inv) {
   if (inv.hooks.deadline_known) inv.hooks.deadline_known(inv.deadline, Succeed());
   const IPAMConf& ipam = *inv.conf.ipam;
   AgentClient client(ipam.ipam_unix_socket_path, inv.deadline);
-  if (auto e = CheckHealthy(client)) {
-    SP_LOG(Error).Msg("agent health check failed; IP release left to GC").KV("error", e->msg)
-        .KV("details", e->details);
+  AgentReply health = client.Get(ipamapi::kHealthyPath);  // upstream asks first on every call
+  if (!health.ok()) {
+    SP_LOG(Error).Msg("spiderpool-agent unreachable on DEL; IP release left to GC")
+        .KV("details", health.failure_text);
     return Succeed();
   }
-  Release(inv, client);
-  return Succeed();
+  if (health.status != ipamapi::kStatusOK) {
+    return Fail({kErrTryAgainLater, "unhealthy spiderpool-agent backend, try again later",
+                 HttpDetails(base::StrCat("GET ", ipamapi::kHealthyPath), health)},
+                v);
+  }
+  std::string what = base::StrCat("DELETE ", ipamapi::kIPPath);
+  AgentReply r = client.Delete(ipamapi::kIPPath, ipamapi::ToJson(DelArgs(inv)));
+  if (!r.ok()) {
+    SP_LOG(Error).Msg("spiderpool-agent unreachable on DEL; IP release left to GC")
+        .KV("details", r.failure_text);
+    return Succeed();
+  }
+  std::string msg = ipamapi::ErrorMessageFromBody(r.body);
+  switch (r.status) {
+    case ipamapi::kStatusOK:
+    case ipamapi::kStatusConflict:  // nothing allocated to this pod/NIC: already released
+    case ipamapi::kStatusNotFound:  // nothing of this pod is known: nothing to release
+      SP_LOG(Info).Msg("IP released").KV("status", r.status);
+      return Succeed();
+    case ipamapi::kStatusTooManyRequests:
+    case ipamapi::kStatusServiceUnavailable:
+      SP_LOG(Warning).Msg("spiderpool-agent busy on DEL").KV("status", r.status).KV("message", msg);
+      return Fail({kErrTryAgainLater,
+                   base::StrCat("spiderpool-agent is busy, try again later: ", msg),
+                   HttpDetails(what, r)},
+                  v);
+    default:
+      SP_LOG(Error).Msg("IP release failed").KV("status", r.status).KV("message", msg);
+      return Fail({r.status == ipamapi::kStatusBadRequest ? kErrInvalidNetworkConfig : kErrAgent,
+                   base::StrCat("spiderpool IP release error: ", msg), HttpDetails(what, r)},
+                  v);
+  }
 }
 
 Outcome CmdCheck(Invocation& inv) {
