@@ -371,6 +371,48 @@ TEST_F(CoordinatorNodeTest, OverlayLaterNicIsReachedThroughTheFirstNicsVeth) {
   EXPECT_EQ(Snapshot(pod_), pod_before);
 }
 
+// Dual stack: the same underlay path for IPv6 (IPv6 enabled in the pod, the node's /128 and a
+// v6 service CIDR through veth0, "to <pod IPv6> lookup 500" on the node), and DEL restores both.
+TEST_F(CoordinatorNodeTest, DualStackPodReachesItsNodeOverBothFamilies) {
+  ASSERT_TRUE(Ip({"-n", node_, "addr", "add", "fd00:77::2/64", "dev", "eth0", "nodad"}).ok());
+  const std::string node_before = Snapshot(node_);
+  const std::string pod_before = Snapshot(pod_);
+  base::Json mconf = MacvlanConf();
+  mconf["ipam"]["addresses"].push_back({{"address", "fd00:77::10/64"}, {"gateway", "fd00:77::1"}});
+  CniOutcome m = Run("ADD", "/usr/lib/cni/macvlan", mconf);
+  ASSERT_EQ(m.exit_code, 0) << m.Describe();
+  agent_->Answer(200, R"({"mode":"auto","overlayPodCIDR":["10.244.0.0/16"],)"
+                      R"("serviceCIDR":["10.96.0.0/12","fd00:96::/108"],"tunePodRoutes":true})");
+  CniOutcome out = AddCoordinator(m.json);
+  ASSERT_EQ(out.exit_code, 0) << out.Describe();
+
+  EXPECT_TRUE(net_->Ping("p", kNodeIP));
+  // The pod's IPv6 address must leave DAD before it can be a source (bounded wait).
+  for (int i = 0; i < 100; ++i) {
+    auto tentative = Ip({"-n", pod_, "-6", "addr", "show", "tentative"});
+    if (tentative.ok() && tentative->empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  auto ping6 = base::RunProcess({.argv = {"/usr/sbin/ip", "netns", "exec", pod_, "/bin/busybox",
+                                          "ping", "-6", "-c", "1", "-W", "2", "fd00:77::2"},
+                                 .inherit_env = true,
+                                 .timeout = absl::Seconds(10)});
+  ASSERT_TRUE(ping6.ok());
+  EXPECT_EQ(ping6->exit_code, 0) << ping6->stdout_data << ping6->stderr_data << Snapshot(pod_)
+                                 << Snapshot(node_);
+  auto routes6 = Ip({"-n", pod_, "-6", "route", "show", "table", "main"});
+  ASSERT_TRUE(routes6.ok());
+  EXPECT_THAT(*routes6, HasSubstr("fd00:77::2 dev veth0"));
+  EXPECT_THAT(*routes6, HasSubstr("fd00:96::/108 via fd00:77::2 dev veth0"));
+  auto rules6 = Ip({"-n", node_, "-6", "rule", "show"});
+  ASSERT_TRUE(rules6.ok());
+  EXPECT_THAT(*rules6, HasSubstr("from all to fd00:77::10 lookup 500"));
+
+  DelChain(m.json);
+  EXPECT_EQ(Snapshot(node_), node_before);
+  EXPECT_EQ(Snapshot(pod_), pod_before);
+}
+
 TEST_F(CoordinatorNodeTest, DisableModeOnlyPassesTheResultOn) {
   base::Json prev = AddMacvlan();
   const std::string node_before = Snapshot(node_);
