@@ -13,6 +13,11 @@ std::string AggregationKey(const api::ObjectReference& o, const std::string& typ
                       "\x1f", reason, "\x1f", message);
 }
 
+std::string ThrottleKey(const api::ObjectReference& o, const std::string& reason) {
+  return base::StrCat(o.kind, "\x1f", o.namespace_, "\x1f", o.name, "\x1f", o.uid, "\x1f",
+                      reason);
+}
+
 }  // namespace
 
 EventRecorder::EventRecorder(std::shared_ptr<RestClient> rest, EventRecorderOptions options)
@@ -80,14 +85,30 @@ void EventRecorder::Loop(std::stop_token stop) {
 
 void EventRecorder::Write(const Pending& p) {
   const std::string ns = p.object.namespace_.empty() ? "default" : p.object.namespace_;
+  // Occurrences of this (object, reason) that the rate limit kept from being written.
+  int32_t folded = 0;
+  if (options_.min_interval > absl::ZeroDuration()) {
+    if (throttled_.size() > 4096) throttled_.clear();  // bounded memory
+    auto [t, inserted] =
+        throttled_.try_emplace(ThrottleKey(p.object, p.reason), Throttle{p.at, 0});
+    if (!inserted) {
+      if (p.at - t->second.last_write < options_.min_interval) {
+        ++t->second.suppressed;
+        return;
+      }
+      folded = t->second.suppressed;
+      t->second = Throttle{p.at, 0};
+    }
+  }
   const std::string key = AggregationKey(p.object, p.type, p.reason, p.message);
   auto it = seen_.find(key);
   if (it != seen_.end() && p.at - it->second.last < options_.aggregation_window) {
     Seen& s = it->second;
-    base::Json patch = {{"count", s.count + 1}, {"lastTimestamp", api::FormatTime(p.at)}};
+    base::Json patch = {{"count", s.count + 1 + folded},
+                        {"lastTimestamp", api::FormatTime(p.at)}};
     auto patched = client_.Patch(ns, s.event_name, PatchType::kMerge, patch);
     if (patched.ok()) {
-      ++s.count;
+      s.count += 1 + folded;
       s.last = p.at;
       return;
     }
@@ -111,7 +132,7 @@ void EventRecorder::Write(const Pending& p) {
   e.reason = p.reason;
   e.message = p.message;
   e.type = p.type;
-  e.count = 1;
+  e.count = 1 + folded;
   e.first_timestamp = api::Time{p.at};
   e.last_timestamp = api::Time{p.at};
   e.source.component = options_.component;
@@ -124,7 +145,7 @@ void EventRecorder::Write(const Pending& p) {
         .KV("object", p.object.name).KV("err", created.status().ToString());
     return;
   }
-  seen_[key] = Seen{created->metadata.name, 1, p.at, p.at};
+  seen_[key] = Seen{created->metadata.name, 1 + folded, p.at, p.at};
 }
 
 }  // namespace spiderpool::kube

@@ -4,6 +4,9 @@
 // type, reason and message) within `aggregation_window` are folded into one Event whose count
 // and lastTimestamp grow (a merge patch), as kubectl describe shows them. The queue is bounded:
 // when the API server is slow, events are dropped (counted) rather than blocking a reconciler.
+// With `min_interval` set, the same (object, reason) is written at most once per interval
+// (client-go's spam filter, per reason): occurrences in between cost no API call and are
+// added to the count of the next write of that (object, reason).
 
 #include <condition_variable>
 #include <cstdint>
@@ -27,6 +30,9 @@ struct EventRecorderOptions {
   std::string host;       // source.host / reportingInstance (node or pod name)
   size_t max_queue = 1000;
   absl::Duration aggregation_window = absl::Minutes(10);
+  // Per (object, reason): at most one write (create or count patch) per interval; 0 = off.
+  // Occurrences in between are counted and folded into the next write's count.
+  absl::Duration min_interval = absl::ZeroDuration();
   base::Clock* clock = nullptr;
   metrics::Registry* registry = nullptr;
 };
@@ -68,7 +74,12 @@ class EventRecorder {
   std::deque<Pending> queue_;          // guarded by mu_
   uint64_t in_flight_ = 0;             // guarded by mu_
   uint64_t dropped_ = 0;               // guarded by mu_
+  struct Throttle {
+    absl::Time last_write;
+    int32_t suppressed = 0;  // occurrences not written since last_write
+  };
   std::map<std::string, Seen> seen_;   // writer thread only
+  std::map<std::string, Throttle> throttled_;  // writer thread only; by (object, reason)
   uint64_t name_counter_ = 0;          // writer thread only
   std::jthread thread_;
 };

@@ -58,6 +58,52 @@ TEST(EventRecorder, WritesAndAggregatesRepeats) {
   EXPECT_EQ(rec.dropped(), 0u);
 }
 
+TEST(EventRecorder, RateLimitsTheSameObjectAndReasonAndFoldsTheCount) {
+  auto cluster = testing::TestCluster::Start();
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  base::SimulatedClock clock;
+  metrics::Registry registry;
+  EventRecorder rec((*cluster)->rest(), {.component = "spiderpool-agent",
+                                         .host = "node-1",
+                                         .min_interval = absl::Seconds(30),
+                                         .clock = &clock,
+                                         .registry = &registry});
+  api::ObjectReference pod{.kind = "Pod", .namespace_ = (*cluster)->ns(), .name = "web-1",
+                           .uid = "3333", .api_version = "v1"};
+  // 5 failures within 30 s (the message varies): one Event, written once.
+  for (int i = 0; i < 5; ++i) {
+    rec.Event(pod, "Warning", "IPPoolExhausted", "pool full, attempt " + std::to_string(i));
+    clock.Advance(absl::Seconds(2));
+  }
+  rec.Event(pod, "Warning", "OtherReason", "another reason is not limited by the first");
+  rec.Flush();
+  Client<api::Event> events((*cluster)->rest());
+  auto ours = [&](const std::string& reason) {
+    std::vector<api::Event> out;
+    auto list = events.List((*cluster)->ns());
+    EXPECT_TRUE(list.ok()) << list.status();
+    if (!list.ok()) return out;
+    for (const api::Event& e : list->items) {
+      if (e.involved_object.uid == "3333" && e.reason == reason) out.push_back(e);
+    }
+    return out;
+  };
+  auto exhausted = ours("IPPoolExhausted");
+  ASSERT_EQ(exhausted.size(), 1u);
+  EXPECT_EQ(exhausted[0].count, 1);
+  EXPECT_EQ(exhausted[0].message, "pool full, attempt 0");
+  EXPECT_EQ(ours("OtherReason").size(), 1u);
+
+  // After the interval the same message is written again (a count patch of the first Event)
+  // with the 4 occurrences kept back folded in.
+  clock.Advance(absl::Seconds(30));
+  rec.Event(pod, "Warning", "IPPoolExhausted", "pool full, attempt 0");
+  rec.Flush();
+  exhausted = ours("IPPoolExhausted");
+  ASSERT_EQ(exhausted.size(), 1u);
+  EXPECT_EQ(exhausted[0].count, 6);
+}
+
 TEST(EventRecorder, DropsInsteadOfBlockingWhenTheQueueIsFull) {
   auto cluster = testing::TestCluster::Start();
   ASSERT_TRUE(cluster.ok()) << cluster.status();
