@@ -48,6 +48,7 @@
 #include "base/sigpipe.h"
 #include "kube/rest/client.h"
 #include "base/log.h"
+#include "kube/events/recorder.h"
 #include "kube/health/health.h"
 #include "kube/metrics/metrics.h"
 #include "kube/rest/config.h"
@@ -111,7 +112,7 @@ std::vector<std::string> Globs(const std::string& csv) {
 class NodePlugins {
  public:
   NodePlugins(std::shared_ptr<kube::RestClient> rest, agent::ipam::IpamService& service,
-              const std::string& node) {
+              const std::string& node, kube::EventRecorder* recorder) {
     const bool dra = absl::GetFlag(FLAGS_dra_enabled);
     const bool device_plugin = absl::GetFlag(FLAGS_device_plugin_enabled);
     const std::string driver_name = absl::GetFlag(FLAGS_dra_driver_name);
@@ -151,7 +152,8 @@ class NodePlugins {
                            .plugin_dir = plugin_dir,
                            .cdi_dir = absl::GetFlag(FLAGS_dra_cdi_dir),
                            .rdma_library_path = absl::GetFlag(FLAGS_dra_rdma_library),
-                           .registry = &kube::metrics::Registry::Default()};
+                           .registry = &kube::metrics::Registry::Default(),
+                           .recorder = recorder};
     if (!absl::GetFlag(FLAGS_dra_cdi_version).empty()) {
       d.cdi_max_version = absl::GetFlag(FLAGS_dra_cdi_version);
     }
@@ -290,13 +292,21 @@ int main(int argc, char** argv) {
   sigaddset(&set, SIGINT);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
+  // Warning Events on the pods whose IPAM ADD or DRA prepare failed; the same (pod, reason) is
+  // written at most every 30 s (runtimes retry a failed sandbox every few seconds). Declared
+  // before its users: it outlives them, and flushes what is queued when it goes.
+  kube::EventRecorder recorder(*rest, {.component = "spiderpool-agent",
+                                       .host = node,
+                                       .min_interval = absl::Seconds(30),
+                                       .registry = &kube::metrics::Registry::Default()});
   agent::ipam::ServiceOptions options{
       .node_name = node,
       .agent_namespace = absl::GetFlag(FLAGS_agent_namespace).empty()
                              ? base::EnvOr("SPIDERPOOL_POD_NAMESPACE", "kube-system")
                              : absl::GetFlag(FLAGS_agent_namespace),
       .config = ipam_config,
-      .registry = &kube::metrics::Registry::Default()};
+      .registry = &kube::metrics::Registry::Default(),
+      .recorder = &recorder};
   if (!absl::GetFlag(FLAGS_multus_cluster_network).empty()) {
     options.multus_cluster_network = absl::GetFlag(FLAGS_multus_cluster_network);
   }
@@ -310,7 +320,7 @@ int main(int argc, char** argv) {
               .registry = &kube::metrics::Registry::Default()});
 
 #ifdef SPIDERPOOL_AGENT_DRA
-  NodePlugins node_plugins(*rest, service, node);
+  NodePlugins node_plugins(*rest, service, node, &recorder);
 #endif
 
   service.Start();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "absl/strings/str_join.h"
 #include "api/spider.h"
 #include "base/log.h"
 #include "base/status.h"
@@ -529,7 +530,8 @@ ipamapi::IpamAddResponse IpamService::ToWire(
 absl::StatusOr<ipamapi::IpamAddResponse> IpamService::Allocate(const ipamapi::IpamAddArgs& args,
                                                                absl::Time deadline) {
   const absl::Time start = clock_->Now();
-  absl::StatusOr<ipamapi::IpamAddResponse> out = DoAllocate(args, deadline);
+  AddFailure failure;
+  absl::StatusOr<ipamapi::IpamAddResponse> out = DoAllocate(args, deadline, &failure);
   if (metrics_.allocations != nullptr) {
     metrics_.allocations->Inc();
     if (!out.ok()) metrics_.allocation_failures->Inc();
@@ -538,6 +540,7 @@ absl::StatusOr<ipamapi::IpamAddResponse> IpamService::Allocate(const ipamapi::Ip
   if (!out.ok()) {
     SP_LOG(Warning).Msg("IPAM ADD failed").KV("pod", Key(args.pod_namespace, args.pod_name))
         .KV("nic", args.if_name).KV("error", out.status().ToString());
+    RecordAddFailure(args, failure, out.status());
   } else if (const absl::Duration took = clock_->Now() - start; took > absl::Seconds(1)) {
     SP_LOG(Warning).Msg("slow IPAM ADD").KV("pod", Key(args.pod_namespace, args.pod_name))
         .KV("nic", args.if_name).KV("took_ms", absl::ToInt64Milliseconds(took));
@@ -545,11 +548,27 @@ absl::StatusOr<ipamapi::IpamAddResponse> IpamService::Allocate(const ipamapi::Ip
   return out;
 }
 
+void IpamService::RecordAddFailure(const ipamapi::IpamAddArgs& args, const AddFailure& failure,
+                                   const absl::Status& error) {
+  // A pod that does not exist (or not here, or is going away) has nobody to tell.
+  if (options_.recorder == nullptr || failure.pod == nullptr) return;
+  const char* reason = absl::IsResourceExhausted(error) ? kEventReasonIPPoolExhausted
+                                                         : kEventReasonAllocationFailed;
+  std::string pools = absl::StrJoin(failure.pools, ", ");
+  if (pools.empty()) pools = "none selected";
+  options_.recorder->Event(
+      api::MakeObjectReference(*failure.pod), "Warning", reason,
+      base::StrCat("IPAM ADD for NIC ", args.if_name, " failed (candidate IPPools: ", pools,
+                   "): ", base::FromAbsl(error.message())));
+}
+
 absl::StatusOr<ipamapi::IpamAddResponse> IpamService::DoAllocate(const ipamapi::IpamAddArgs& args,
-                                                                 absl::Time deadline) {
+                                                                 absl::Time deadline,
+                                                                 AddFailure* failure) {
   PodLock lock(this, Key(args.pod_namespace, args.pod_name));
   SP_ASSIGN_OR_RETURN(std::shared_ptr<const api::Pod> pod,
                       LivePod(args.pod_namespace, args.pod_name, args.pod_uid));
+  failure->pod = pod;
   SP_ASSIGN_OR_RETURN(sp::PodOwner owner, ResolveOwner(*pod));
   SP_ASSIGN_OR_RETURN(std::optional<api::SpiderEndpoint> endpoint,
                       FindEndpoint(args.pod_namespace, args.pod_name, /*cache_only=*/true));
@@ -596,12 +615,13 @@ absl::StatusOr<ipamapi::IpamAddResponse> IpamService::DoAllocate(const ipamapi::
       endpoint.reset();
     }
   }
-  return AllocateFresh(args, *pod, owner, endpoint, deadline);
+  return AllocateFresh(args, *pod, owner, endpoint, deadline, &failure->pools);
 }
 
 absl::StatusOr<ipamapi::IpamAddResponse> IpamService::AllocateFresh(
     const ipamapi::IpamAddArgs& args, const api::Pod& pod, const sp::PodOwner& owner,
-    const std::optional<api::SpiderEndpoint>& old, absl::Time deadline) {
+    const std::optional<api::SpiderEndpoint>& old, absl::Time deadline,
+    std::vector<std::string>* candidate_pools) {
   SP_ASSIGN_OR_RETURN(sp::SelectionRequest req, BuildSelectionRequest(pod, owner, args));
   const sp::SelectionConfig config{
       .enable_ipv4 = options_.config.enable_ipv4,
@@ -626,6 +646,16 @@ absl::StatusOr<ipamapi::IpamAddResponse> IpamService::AllocateFresh(
     clock_->SleepUntil(std::min(wait_until, clock_->Now() + absl::Milliseconds(200)));
   }
   if (!selection.ok()) return selection.status();
+  for (const sp::NicCandidates& nic : selection->nics) {
+    for (const std::vector<std::string>* pools : {&nic.ipv4_pools, &nic.ipv6_pools}) {
+      for (const std::string& p : *pools) {
+        if (std::find(candidate_pools->begin(), candidate_pools->end(), p) ==
+            candidate_pools->end()) {
+          candidate_pools->push_back(p);
+        }
+      }
+    }
+  }
 
   SP_ASSIGN_OR_RETURN(std::vector<api::Route> custom_routes,
                       sp::ParsePodRoutesAnnotation(pod.metadata.annotations));

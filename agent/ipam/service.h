@@ -20,6 +20,11 @@
 //   (the controller's GC decides later). Releasing nothing is success (DEL is idempotent).
 //
 // Requests for one pod are serialised; requests for different pods run in parallel.
+//
+// A failed ADD of a pod that exists (and is alive) on this node is also recorded as a Warning
+// Event on the pod (ServiceOptions::recorder; asynchronous, never fails or delays the ADD):
+// reason kEventReasonIPPoolExhausted when every candidate pool was full, else
+// kEventReasonAllocationFailed; the message names the NIC, the candidate IPPools and the error.
 
 #include <atomic>
 #include <map>
@@ -44,11 +49,16 @@
 #include "ipam/pool.h"
 #include "ipam/result.h"
 #include "ipam/selection.h"
+#include "kube/events/recorder.h"
 #include "kube/informer/informer.h"
 #include "kube/metrics/metrics.h"
 #include "kube/rest/client.h"
 
 namespace spiderpool::agent::ipam {
+
+// Reasons of the Warning Event on a pod whose IPAM ADD failed.
+inline constexpr char kEventReasonIPPoolExhausted[] = "IPPoolExhausted";
+inline constexpr char kEventReasonAllocationFailed[] = "IPAMAllocationFailed";
 
 struct ServiceOptions {
   std::string node_name;
@@ -58,6 +68,9 @@ struct ServiceOptions {
   IPAMConfig config;
   base::Clock* clock = nullptr;
   kube::metrics::Registry* registry = nullptr;
+  // Warning Events on pods whose ADD failed (not owned; must outlive the service); nullptr =
+  // the failure is only logged.
+  kube::EventRecorder* recorder = nullptr;
 };
 
 
@@ -160,15 +173,23 @@ class IpamService : public IpamBackend {
   absl::Status ReassignRecords(const api::SpiderEndpoint& endpoint, const api::Pod& pod,
                                const std::string& container_id, absl::Time deadline);
 
+  // What a failed ADD knows for the pod's Warning Event.
+  struct AddFailure {
+    std::shared_ptr<const api::Pod> pod;  // set once the pod is known to exist and be alive
+    std::vector<std::string> pools;       // the candidate pools, once selected
+  };
+  void RecordAddFailure(const ipamapi::IpamAddArgs& args, const AddFailure& failure,
+                        const absl::Status& error);
+
   absl::StatusOr<ipamapi::IpamAddResponse> DoAllocate(const ipamapi::IpamAddArgs& args,
-                                                      absl::Time deadline);
+                                                      absl::Time deadline, AddFailure* failure);
   absl::Status DoRelease(const ipamapi::IpamDelArgs& args, absl::Time deadline);
   void RegisterMetrics(kube::metrics::Registry& registry);
 
   absl::StatusOr<ipamapi::IpamAddResponse> AllocateFresh(
       const ipamapi::IpamAddArgs& args, const api::Pod& pod,
       const ::spiderpool::ipam::PodOwner& owner, const std::optional<api::SpiderEndpoint>& old,
-      absl::Time deadline);
+      absl::Time deadline, std::vector<std::string>* candidate_pools);
   absl::Status WriteEndpoint(const std::optional<api::SpiderEndpoint>& old, const api::Pod& pod,
                              const ::spiderpool::ipam::PodOwner& owner,
                              std::vector<api::IPAllocationDetail> details);

@@ -8,10 +8,12 @@
 #include <thread>
 
 #include "agent/dra/node_devices.h"
+#include "base/clock.h"
 #include "base/strings.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "api/apps.h"
+#include "kube/events/recorder.h"
 #include "kube/testing/test_cluster.h"
 
 namespace spiderpool::agent::ipam {
@@ -232,6 +234,87 @@ TEST_P(ServiceTest, ExhaustedPoolNamesThePoolsAndDualStackFailureLeavesNothing) 
   EXPECT_EQ(Records("v4").size(), 1u) << "the IPv4 half of a failed dual-stack ADD leaked";
   EXPECT_EQ(Records("v6").size(), 1u);
   EXPECT_TRUE(kube::IsNotFound(Endpoint("p2").status()));
+}
+
+TEST_P(ServiceTest, FailedAddRecordsOneRateLimitedWarningEventOnThePod) {
+  CreatePool("v4", "10.20.0.0/24", {"10.20.0.10"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
+  base::SimulatedClock event_clock;  // the recorder's time only: moved by hand past the limit
+  kube::metrics::Registry registry;
+  kube::EventRecorder recorder(cluster_->rest(), {.component = "spiderpool-agent",
+                                                  .host = Node("a"),
+                                                  .min_interval = absl::Seconds(30),
+                                                  .clock = &event_clock,
+                                                  .registry = &registry});
+  IPAMConfig config;
+  config.node_ip_block_size = GetParam();
+  IpamService agent(cluster_->rest(), {.node_name = Node("a"), .config = config,
+                                       .recorder = &recorder});
+  agent.Start();
+  ASSERT_TRUE(agent.WaitForSync(absl::Seconds(30)));
+
+  // The pod's events, and only those written by this agent (the namespace may hold others).
+  auto events_of = [&](const api::Pod& pod) {
+    recorder.Flush();
+    std::vector<api::Event> out;
+    auto list = kube::Client<api::Event>(cluster_->rest()).List(ns_);
+    EXPECT_TRUE(list.ok()) << list.status();
+    if (!list.ok()) return out;
+    for (const api::Event& e : list->items) {
+      if (e.involved_object.kind == "Pod" && e.involved_object.uid == pod.metadata.uid &&
+          e.source.component == "spiderpool-agent") {
+        out.push_back(e);
+      }
+    }
+    return out;
+  };
+
+  api::Pod p1 = CreatePod("p1", "a");
+  ASSERT_TRUE(agent.Allocate(Add(p1), Deadline()).ok());
+  EXPECT_TRUE(events_of(p1).empty()) << "a successful ADD records no event";
+
+  api::Pod p2 = CreatePod("p2", "a");
+  auto r = agent.Allocate(Add(p2), Deadline());
+  ASSERT_TRUE(absl::IsResourceExhausted(r.status())) << r.status();
+  std::vector<api::Event> events = events_of(p2);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].type, "Warning");
+  EXPECT_EQ(events[0].reason, kEventReasonIPPoolExhausted);
+  EXPECT_EQ(events[0].count, 1);
+  EXPECT_EQ(events[0].involved_object.name, "p2");
+  EXPECT_EQ(events[0].involved_object.namespace_, ns_);
+  EXPECT_THAT(events[0].message, HasSubstr("IPAM ADD for NIC eth0 failed"));
+  EXPECT_THAT(events[0].message, HasSubstr(base::StrCat("candidate IPPools: ", Pool("v4"))));
+
+  // The runtime retries: within the 30 s limit, no new Event and no write.
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_FALSE(agent.Allocate(Add(p2, "c" + std::to_string(i + 2)), Deadline()).ok());
+  }
+  events = events_of(p2);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].count, 1);
+  // Past the limit: the same Event, its count covering every failure.
+  event_clock.Advance(absl::Seconds(31));
+  EXPECT_FALSE(agent.Allocate(Add(p2, "c9"), Deadline()).ok());
+  events = events_of(p2);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].count, 5);
+
+  // A pod that does not exist gets no event (there is no object to attach it to), and a
+  // failure that is not exhaustion has the generic reason.
+  api::Pod ghost;
+  ghost.metadata.namespace_ = ns_;
+  ghost.metadata.name = "ghost";
+  ghost.metadata.uid = "no-such-uid";
+  EXPECT_FALSE(agent.Allocate(Add(ghost), Deadline()).ok());
+  EXPECT_TRUE(events_of(ghost).empty());
+  api::Pod p3 = CreatePod("p3", "a", {{"ipam.spidernet.io/ippool", R"({"ipv4":["no-such-pool"]})"}});
+  EXPECT_FALSE(agent.Allocate(Add(p3), Deadline()).ok());
+  events = events_of(p3);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].reason, kEventReasonAllocationFailed);
+  EXPECT_THAT(events[0].message, HasSubstr("no-such-pool"));
+  EXPECT_EQ(recorder.dropped(), 0u);
+  agent.Stop();
 }
 
 TEST_P(ServiceTest, FallsBackThroughThePoolListAndHonoursNodeAffinity) {

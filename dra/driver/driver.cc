@@ -130,6 +130,7 @@ std::map<std::string, PrepareResult> NetDriver::Prepare(const std::vector<ClaimR
   if (!data.ok()) {
     for (const ClaimRef& c : claims) {
       out[c.uid].error = StrCat("ResourceClaim ", ClaimName(c), ": ", Msg(data.status()));
+      RecordPrepareFailure(c, {}, out[c.uid].error);
     }
     return out;
   }
@@ -162,7 +163,8 @@ PrepareResult NetDriver::PrepareOne(const ClaimRef& ref, checkpoint::Data* data)
     Rollback(ref.uid, data,
              /*status_written=*/c.state == checkpoint::ClaimState::kPrepareStarted);
   }
-  absl::Status s = PrepareFresh(ref, data, &result);
+  PrepareFailure failure;
+  absl::Status s = PrepareFresh(ref, data, &result, &failure);
   if (!s.ok()) {
     result.devices.clear();
     result.error = Msg(s);
@@ -171,8 +173,43 @@ PrepareResult NetDriver::PrepareOne(const ClaimRef& ref, checkpoint::Data* data)
         .KV("claim", ClaimName(ref))
         .KV("claimUID", ref.uid)
         .KV("error", result.error);
+    RecordPrepareFailure(ref, failure, result.error);
   }
   return result;
+}
+
+void NetDriver::RecordPrepareFailure(const ClaimRef& ref, const PrepareFailure& failure,
+                                     const std::string& error) {
+  if (options_.recorder == nullptr) return;
+  std::vector<api::ObjectReference> targets;
+  if (failure.claim.has_value()) {
+    for (const auto& consumer : failure.claim->status.reserved_for) {
+      if (consumer.resource != "pods" || !consumer.api_group.empty()) continue;
+      targets.push_back({.kind = "Pod",
+                         .namespace_ = ref.namespace_,
+                         .name = consumer.name,
+                         .uid = consumer.uid,
+                         .api_version = "v1"});
+    }
+  }
+  if (targets.empty()) {  // no pod known: the claim itself (the UID the kubelet asked for)
+    targets.push_back({.kind = "ResourceClaim",
+                       .namespace_ = ref.namespace_,
+                       .name = ref.name,
+                       .uid = ref.uid,
+                       .api_version = ClaimResource().ApiVersion()});
+  }
+  std::string smcs;
+  for (const std::string& key : failure.multus_configs) {
+    smcs += (smcs.empty() ? "" : ", ") + key;
+  }
+  if (smcs.empty()) smcs = "not resolved";
+  const std::string message =
+      StrCat("NodePrepareResources of ResourceClaim ", ClaimName(ref), " (SpiderMultusConfigs: ",
+             smcs, ") failed on node ", options_.node_name, ": ", error);
+  for (const api::ObjectReference& target : targets) {
+    options_.recorder->Event(target, "Warning", kEventReasonPrepareFailed, message);
+  }
 }
 
 api::ResourceInfo NetDriver::ClaimResource() const {
@@ -182,7 +219,7 @@ api::ResourceInfo NetDriver::ClaimResource() const {
 }
 
 absl::Status NetDriver::PrepareFresh(const ClaimRef& ref, checkpoint::Data* data,
-                                     PrepareResult* out) {
+                                     PrepareResult* out, PrepareFailure* failure) {
   const std::string what = StrCat("ResourceClaim ", ClaimName(ref));
   kube::DynamicClient claims(rest_, ClaimResource());
   auto raw = claims.Get(ref.namespace_, ref.name);
@@ -194,6 +231,7 @@ absl::Status NetDriver::PrepareFresh(const ClaimRef& ref, checkpoint::Data* data
   if (!claim.ok()) {
     return absl::DataLossError(StrCat("decoding ", what, ": ", Msg(claim.status())));
   }
+  if (claim->metadata.uid == ref.uid) failure->claim = *claim;  // another UID: not our pods
   if (claim->metadata.uid != ref.uid) {
     return absl::FailedPreconditionError(
         StrCat(what, " has UID ", claim->metadata.uid, ", the kubelet asked for UID ", ref.uid,
@@ -242,6 +280,7 @@ absl::Status NetDriver::PrepareFresh(const ClaimRef& ref, checkpoint::Data* data
     }
     scp = std::move(*got);
     if (scp->metadata.namespace_.empty()) scp->metadata.namespace_ = ref.namespace_;
+    failure->multus_configs = MultusConfigKeys(*scp);
     // The webhook's rules, with the referenced SpiderMultusConfigs fetched once each.
     kube::Client<api::SpiderMultusConfig> smcs(rest_);
     absl::Status fetch_error;

@@ -19,6 +19,11 @@
 // our status.devices entries (best effort: a missing claim is fine) and the checkpoint entry;
 // it is idempotent. Errors are per claim and name the object.
 //
+// A failed prepare is also recorded (Options::recorder; asynchronous, never delays the answer)
+// as a Warning Event, reason kEventReasonPrepareFailed, on each pod in the claim's
+// status.reservedFor, or on the claim when it names no pod (or could not be read); the message
+// names the claim, its SpiderMultusConfigs (when resolved) and the error.
+//
 //   driver::NetDriver d(rest, {.node_name = node, .plugin_dir = dir,
 //                              .rdma_library_path = "/usr/lib/librdma_acc.so"});
 //   (void)d.Recover();                          // at startup: gauge + crash leftovers
@@ -45,6 +50,7 @@
 #include "dra/checkpoint/checkpoint.h"
 #include "dra/driver/params.h"
 #include "dra/kubeletplugin/driver.h"
+#include "kube/events/recorder.h"
 #include "kube/metrics/metrics.h"
 #include "kube/rest/rest_client.h"
 
@@ -54,6 +60,8 @@ namespace spiderpool::dra::driver {
 inline constexpr char kPreparedClaimsMetric[] = "spiderpool_dra_prepared_claims";
 // status.devices[].conditions[Ready] written on prepare.
 inline constexpr char kReadyReason[] = "Prepared";
+// Reason of the Warning Event on the claim's pods when NodePrepareResources fails for it.
+inline constexpr char kEventReasonPrepareFailed[] = "DRAPrepareFailed";
 
 struct Options {
   std::string driver_name = kDriverName;
@@ -76,6 +84,9 @@ struct Options {
   cdi::FileSystem* fs = cdi::PosixFileSystem();  // spec + checkpoint writes (fault injection)
   kube::metrics::Registry* registry = nullptr;   // nullptr = Registry::Default()
   base::Clock* clock = nullptr;                  // condition timestamps; nullptr = RealClock
+  // Warning Events on the pods of claims whose prepare failed (not owned; must outlive the
+  // driver); nullptr = the failure is only logged and answered.
+  kube::EventRecorder* recorder = nullptr;
   // Retries of the status write on 409 Conflict (client-go's retry.DefaultRetry).
   base::BackoffPolicy conflict_retry = {.initial = absl::Milliseconds(10),
                                         .factor = 1.0,
@@ -123,8 +134,15 @@ class NetDriver : public kubeletplugin::Driver {
   void RecoverStale(checkpoint::Data* data, const std::vector<kubeletplugin::ClaimRef>& keep);
   kubeletplugin::PrepareResult PrepareOne(const kubeletplugin::ClaimRef& ref,
                                           checkpoint::Data* data);
+  // What a failed prepare knows for its Warning Events.
+  struct PrepareFailure {
+    std::optional<api::resource_v1::ResourceClaim> claim;  // once read and decoded
+    std::vector<std::string> multus_configs;               // "<ns>/<name>", once resolved
+  };
+  void RecordPrepareFailure(const kubeletplugin::ClaimRef& ref, const PrepareFailure& failure,
+                            const std::string& error);
   absl::Status PrepareFresh(const kubeletplugin::ClaimRef& ref, checkpoint::Data* data,
-                            kubeletplugin::PrepareResult* out);
+                            kubeletplugin::PrepareResult* out, PrepareFailure* failure);
   // Undoes a (partial) prepare: spec file, our status entries (best effort), checkpoint entry.
   void Rollback(const std::string& uid, checkpoint::Data* data, bool status_written);
   std::string UnprepareOne(const kubeletplugin::ClaimRef& ref, checkpoint::Data* data,

@@ -18,6 +18,7 @@
 #include "base/yaml.h"
 #include "dra/checkpoint/checkpoint.h"
 #include "dra/checkpoint/faulty_fs.h"
+#include "kube/events/recorder.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kube/metrics/metrics.h"
@@ -389,6 +390,67 @@ TEST_F(DriverTest, PerClaimErrorsNameTheObjectAndLeaveNothing) {
     EXPECT_EQ(StatusDrivers(r), std::vector<std::string>{StrCat(kOtherDriver, "/", kNode, "/gpu-0")}) << r.name;
   }
   EXPECT_EQ(Gauge(), 1);
+}
+
+TEST_F(DriverTest, FailedPrepareRecordsAWarningEventOnTheClaimsPods) {
+  CreateScp("scp-bad", {"no-such-smc"});
+  ClaimRef invalid_scp = AllocatedClaim("invalid-scp", "scp-bad");
+  ClaimRef not_allocated = CreateClaim("not-allocated", std::nullopt);
+  // The scheduler reserved the invalid claim for two pods.
+  kube::DynamicClient claims(cluster_->rest(), ResourceClaim::Resource());
+  auto obj = claims.Get(ns_, invalid_scp.name);
+  ASSERT_TRUE(obj.ok()) << obj.status();
+  (*obj)["status"]["reservedFor"] = Json::array(
+      {Json{{"resource", "pods"}, {"name", "web-0"}, {"uid", "pod-uid-0"}},
+       Json{{"resource", "pods"}, {"name", "web-1"}, {"uid", "pod-uid-1"}}});
+  ASSERT_TRUE(claims.UpdateStatus(*obj).ok());
+
+  kube::metrics::Registry registry;
+  kube::EventRecorder recorder(cluster_->rest(), {.component = "spiderpool-agent",
+                                                  .host = kNode,
+                                                  .min_interval = absl::Seconds(30),
+                                                  .registry = &registry});
+  Options o = Opts();
+  o.recorder = &recorder;
+  driver_ = std::make_unique<NetDriver>(cluster_->rest(), o);
+  for (int i = 0; i < 3; ++i) {  // the kubelet retries: no flood of events
+    auto out = driver_->Prepare({invalid_scp, not_allocated});
+    ASSERT_NE(out[invalid_scp.uid].error, "");
+    ASSERT_NE(out[not_allocated.uid].error, "");
+  }
+  recorder.Flush();
+
+  auto list = kube::Client<api::Event>(cluster_->rest()).List(ns_);
+  ASSERT_TRUE(list.ok()) << list.status();
+  std::map<std::string, std::vector<api::Event>> by_uid;  // only the objects of this test
+  for (const api::Event& e : list->items) {
+    for (const std::string& uid : std::vector<std::string>{"pod-uid-0", "pod-uid-1", invalid_scp.uid,
+                                                          not_allocated.uid}) {
+      if (e.involved_object.uid == uid) by_uid[uid].push_back(e);
+    }
+  }
+  for (const char* pod : {"pod-uid-0", "pod-uid-1"}) {
+    ASSERT_EQ(by_uid[pod].size(), 1u) << pod;
+    const api::Event& e = by_uid[pod][0];
+    EXPECT_EQ(e.involved_object.kind, "Pod");
+    EXPECT_EQ(e.involved_object.namespace_, ns_);
+    EXPECT_EQ(e.type, "Warning");
+    EXPECT_EQ(e.reason, kEventReasonPrepareFailed);
+    EXPECT_EQ(e.count, 1);
+    EXPECT_THAT(e.message, HasSubstr(StrCat("NodePrepareResources of ResourceClaim ", ns_,
+                                            "/invalid-scp (SpiderMultusConfigs: ", ns_,
+                                            "/macvlan-eth1, ", ns_, "/no-such-smc) failed")));
+    EXPECT_THAT(e.message, HasSubstr("is invalid"));
+  }
+  EXPECT_TRUE(by_uid[invalid_scp.uid].empty()) << "the claim's pods are known";
+  // No pod reserved: the event goes to the claim itself.
+  ASSERT_EQ(by_uid[not_allocated.uid].size(), 1u);
+  const api::Event& e = by_uid[not_allocated.uid][0];
+  EXPECT_EQ(e.involved_object.kind, "ResourceClaim");
+  EXPECT_EQ(e.involved_object.name, "not-allocated");
+  EXPECT_EQ(e.reason, kEventReasonPrepareFailed);
+  EXPECT_THAT(e.message, HasSubstr("(SpiderMultusConfigs: not resolved)"));
+  EXPECT_THAT(e.message, HasSubstr("is not allocated"));
 }
 
 TEST_F(DriverTest, UnprepareTwiceAndForUnknownOrDeletedClaims) {
