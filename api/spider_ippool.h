@@ -60,15 +60,19 @@ struct IPPoolSpec {
 struct IPPoolStatus {
   std::optional<std::string> allocated_ips;  // JSON: {"<ip>": {"pod": "ns/name", "podUid": ...}}
   std::optional<int64_t> total_ip_count;
-  std::optional<int64_t> allocated_ip_count;
-  // Our extension: total - allocated - excluded/reserved, kept by the controller so that
-  // `kubectl get sp` shows free capacity without parsing allocatedIPs.
+  std::optional<int64_t> allocated_ip_count;  // pod records (node reservations are not pods')
+  // Our extensions, so that `kubectl get sp` adds up without parsing allocatedIPs
+  // (allocated + reserved + free == total; api/pool_counts.h computes all four):
+  // IPs held back from pods (node reservations, SpiderReservedIP addresses no record holds),
+  std::optional<int64_t> reserved_ip_count;
+  // and IPs the next pod can get.
   std::optional<int64_t> free_ip_count;
   template <typename V>
   void Visit(V& v) {
     v.Field("allocatedIPs", allocated_ips);
     v.Field("totalIPCount", total_ip_count, {.minimum = 0});
     v.Field("allocatedIPCount", allocated_ip_count, {.minimum = 0});
+    v.Field("reservedIPCount", reserved_ip_count, {.minimum = 0});
     v.Field("freeIPCount", free_ip_count, {.minimum = 0});
   }
 };

@@ -244,7 +244,8 @@ TEST(Spider, MultusConfigDecodesEveryCniType) {
 TEST(Spider, FieldListIncludesExtensions) {
   FieldTree pool = ListFields<SpiderIPPool>();
   const FieldTree& status = pool.children.at("status");
-  for (const char* f : {"allocatedIPs", "totalIPCount", "allocatedIPCount", "freeIPCount"}) {
+  for (const char* f :
+       {"allocatedIPs", "totalIPCount", "allocatedIPCount", "reservedIPCount", "freeIPCount"}) {
     EXPECT_TRUE(status.children.count(f)) << f;
   }
   EXPECT_TRUE(pool.children.at("spec").children.at("routes").children.count("gw"));

@@ -93,13 +93,13 @@ absl::StatusOr<PoolState> PoolState::Build(const api::SpiderIPPool& pool,
   st.disabled_ = spec.disable.value_or(false);
 
   std::vector<IPRange> total = base::SubtractIPRanges(*ips, *excludes);
-  st.total_count_ = base::CountIPs(total);
   std::vector<IPRange> same_family_reserved;
   for (const IPRange& r : reserved) {
     if (r.family() == family) same_family_reserved.push_back(r);
   }
-  std::vector<IPRange> usable =
-      base::SubtractIPRanges(std::move(total), std::move(same_family_reserved));
+  std::vector<IPRange> usable = base::SubtractIPRanges(total, same_family_reserved);
+  st.total_ranges_ = std::move(total);
+  st.reserved_ranges_ = base::MergeIPRanges(std::move(same_family_reserved));
 
   auto records = pool.AllocatedIPs();
   if (!records.ok()) {
@@ -357,16 +357,12 @@ std::vector<IPAddress> PoolState::IPsOf(std::string_view pod_uid) const {
 }
 
 PoolCounts PoolState::Counts() const {
-  return PoolCounts{.total = SaturatingInt64(total_count_),
-                    .allocated = static_cast<int64_t>(records_.size() - reservation_count()),
-                    .free = SaturatingInt64(allocator_.FreeCount())};
+  return api::CountPoolIPs(total_ranges_, reserved_ranges_, records_);
 }
 
 void PoolState::WriteStatus(api::SpiderIPPool* pool) const {
   pool->SetAllocatedIPs(Records());
-  PoolCounts c = Counts();
-  pool->status.total_ip_count = c.total;
-  pool->status.free_ip_count = c.free;
+  api::SetPoolIPCounts(Counts(), &pool->status);
 }
 
 }  // namespace spiderpool::ipam

@@ -8,7 +8,7 @@
 //   SP_ASSIGN_OR_RETURN(PoolState st, PoolState::Build(pool, reserved));
 //   SP_ASSIGN_OR_RETURN(PoolAllocation a, st.Allocate({.pod = "ns/p", .pod_uid = uid,
 //                                                      .interface_ = "eth0"}));
-//   st.WriteStatus(&pool);   // status.allocatedIPs, allocatedIPCount, freeIPCount
+//   st.WriteStatus(&pool);   // status.allocatedIPs and the four counts (api/pool_counts.h)
 //
 // Error codes (messages follow upstream's):
 //   FailedPrecondition  "disabled IPPool <name>"
@@ -27,6 +27,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "api/pool_counts.h"
 #include "api/spider_ippool.h"
 #include "base/ip.h"
 #include "ipam/allocator.h"
@@ -57,21 +58,17 @@ struct PoolAllocation {
   bool reused = false;
 };
 
-// status counts for the controller/agent: totalIPCount is upstream's
-// |spec.ips − excludeIPs| (reserved IPs still count); freeIPCount is our extension,
-// |spec.ips − excludeIPs − reserved| minus the records inside that set.
-struct PoolCounts {
-  int64_t total = 0;      // status.totalIPCount
-  int64_t allocated = 0;  // status.allocatedIPCount (= pod records; node reservations excluded)
-  int64_t free = 0;       // status.freeIPCount
-};
+// status counts, computed as the controller computes them (api/pool_counts.h): totalIPCount
+// is upstream's |spec.ips − excludeIPs| (reserved IPs still count) = allocatedIPCount (pod
+// records) + reservedIPCount (node reservations and SpiderReservedIP IPs no record holds) +
+// freeIPCount (what the next pod can get).
+using PoolCounts = api::PoolIPCounts;
 
 // SpiderReservedIP objects -> their ranges (both families; invalid entries are reported).
 absl::StatusOr<std::vector<base::IPRange>> ReservedRanges(
     const std::vector<api::SpiderReservedIP>& reserved);
 
-// totalIPCount / freeIPCount of a pool without building a PoolState (same rules as
-// PoolState::Counts()).
+// The counts of a pool without keeping a PoolState (PoolState::Counts()).
 absl::StatusOr<PoolCounts> ComputePoolCounts(const api::SpiderIPPool& pool,
                                              const std::vector<base::IPRange>& reserved);
 
@@ -154,9 +151,10 @@ class PoolState {
   // The IPs this pod UID holds here, ascending.
   std::vector<base::IPAddress> IPsOf(std::string_view pod_uid) const;
 
+  // api::CountPoolIPs over the usable set, the SpiderReservedIPs and the records.
   PoolCounts Counts() const;
-  // pool->SetAllocatedIPs(Records()) (allocatedIPs + allocatedIPCount), then totalIPCount and
-  // freeIPCount from Counts(). Spec and metadata are untouched.
+  // pool->SetAllocatedIPs(Records()), then all four counts from Counts(). Spec and metadata are
+  // untouched.
   void WriteStatus(api::SpiderIPPool* pool) const;
 
  private:
@@ -170,9 +168,10 @@ class PoolState {
   std::vector<api::Route> routes_;
   bool disabled_ = false;
   PoolOptions options_;
-  absl::uint128 total_count_ = 0;  // |spec.ips − excludeIPs|
-  Allocator allocator_;            // usable = spec.ips − excludeIPs − reserved
-  std::map<base::IPAddress, api::PoolIPAllocation> records_;
+  std::vector<base::IPRange> total_ranges_;     // spec.ips − excludeIPs
+  std::vector<base::IPRange> reserved_ranges_;  // SpiderReservedIPs of the pool's family
+  Allocator allocator_;                         // usable = total − reserved
+  api::PoolRecordsByIP records_;
   absl::flat_hash_map<std::string, std::vector<base::IPAddress>> by_uid_;  // pod records only
   std::map<std::string, std::set<base::IPAddress>, std::less<>> reserved_;   // node -> IPs
 };

@@ -50,10 +50,11 @@ TEST(PoolState, BuildAndCounts) {
   PoolCounts c = st.Counts();
   EXPECT_EQ(c.total, 9);
   EXPECT_EQ(c.allocated, 2);
+  EXPECT_EQ(c.reserved, 1);  // 10.0.0.4; 10.0.0.3 is b's (reserving does not evict)
   EXPECT_EQ(c.free, 6);
   auto cc = ComputePoolCounts(p, {R("10.0.0.3-10.0.0.4")});
   ASSERT_TRUE(cc.ok());
-  EXPECT_EQ(cc->free, 6);
+  EXPECT_EQ(*cc, c);
   EXPECT_EQ(st.Records(), recs);
 }
 
@@ -111,6 +112,7 @@ TEST(PoolState, AllocateLowestSkippingRecordsExcludesReserved) {
             R"("10.0.0.5":{"pod":"ns/c","podUid":"uc"}})");
   EXPECT_EQ(out.status.allocated_ip_count, 3);
   EXPECT_EQ(out.status.total_ip_count, 5);
+  EXPECT_EQ(out.status.reserved_ip_count, 1);  // 10.0.0.3 (SpiderReservedIP)
   EXPECT_EQ(out.status.free_ip_count, 1);
 }
 
@@ -302,6 +304,7 @@ TEST(PoolState, PropertyRecordsMatchModel) {
     PoolCounts c = st.Counts();
     ASSERT_EQ(c.allocated, static_cast<int64_t>(used.size()));
     ASSERT_EQ(c.free, 53 - static_cast<int64_t>(used.size()));
+    ASSERT_EQ(c.reserved, 1);  // 10.0.0.40
     ASSERT_EQ(c.total, 54);
   }
 }
@@ -314,9 +317,8 @@ TEST(PoolState, NodeReservationsAssignAndRelease) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(*r, (std::vector<IPAddress>{IP("10.0.0.2"), IP("10.0.0.3"), IP("10.0.0.4")}));
   ASSERT_EQ(*st.Reserve("n2", 1), std::vector<IPAddress>{IP("10.0.0.5")});
-  // Reservations are neither allocated (no pod) nor free; the next pod skips them.
-  EXPECT_EQ(st.Counts().allocated, 1);
-  EXPECT_EQ(st.Counts().free, 5);
+  // Reservations are neither allocated (no pod) nor free but reserved; the next pod skips them.
+  EXPECT_EQ(st.Counts(), (PoolCounts{.total = 10, .allocated = 1, .reserved = 4, .free = 5}));
   EXPECT_EQ(st.Allocate({.pod = "ns/b", .pod_uid = "ub"})->ip, IP("10.0.0.6"));
   EXPECT_EQ(st.reservation_count(), 4u);
   EXPECT_EQ(st.reserving_nodes(), 2u);
@@ -347,6 +349,9 @@ TEST(PoolState, NodeReservationsAssignAndRelease) {
   EXPECT_NE(pool.status.allocated_ips->find(R"("10.0.0.4":{"node":"n1","pod":"","podUid":""})"),
             std::string::npos) << *pool.status.allocated_ips;
   EXPECT_EQ(pool.status.allocated_ip_count, 4);  // a, b, c, d; reservations do not count
+  EXPECT_EQ(pool.status.reserved_ip_count, 2);   // n1's 10.0.0.4, n2's 10.0.0.5
+  EXPECT_EQ(pool.status.free_ip_count, 4);
+  EXPECT_EQ(pool.status.total_ip_count, 10);     // 4 + 2 + 4
   api::SpiderIPPool broken = pool;
   broken.status.allocated_ips = R"({"10.0.0.1":{"pod":"","podUid":""}})";
   EXPECT_EQ(PoolState::Build(broken, {}).status().code(), absl::StatusCode::kInvalidArgument);
@@ -440,8 +445,11 @@ TEST(PoolState, PropertyReservationsMatchModel) {
     }
     ASSERT_EQ(st.record_count(), owner.size());
     ASSERT_EQ(st.reservation_count(), reservations);
-    ASSERT_EQ(st.Counts().allocated, static_cast<int64_t>(owner.size() - reservations));
-    ASSERT_EQ(st.Counts().free, 40 - static_cast<int64_t>(owner.size()));
+    const PoolCounts c = st.Counts();
+    ASSERT_EQ(c.allocated, static_cast<int64_t>(owner.size() - reservations));
+    ASSERT_EQ(c.reserved, static_cast<int64_t>(reservations));
+    ASSERT_EQ(c.free, 40 - static_cast<int64_t>(owner.size()));
+    ASSERT_EQ(c.allocated + c.reserved + c.free, c.total);
   }
 }
 

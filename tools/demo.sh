@@ -383,17 +383,32 @@ grep -q "DRA_CLAIM_UID: $CLAIM_UID" "$WORK/podman.out" \
   || { echo "demo: the container did not print the claim UID" >&2; exit 1; }
 echo "    (the container exited: podman's CNI DEL gave its IP back)"
 
+# The pool's printer columns add up: ALLOCATED (pods' IPs) + RESERVED (held back from pods:
+# node agents' reservations, SpiderReservedIPs) + FREE = TOTAL, in every status any writer
+# (controller or agent) stores (api/pool_counts.h). One read: one object version.
+check_counts() {
+  k get sp "$1" -o json | python3 -c '
+import json, sys
+st = json.load(sys.stdin).get("status", {})
+recs = json.loads(st.get("allocatedIPs") or "{}")
+held = sorted(ip for ip, r in recs.items() if not r.get("pod") and r.get("node"))
+n = {k: st.get(k + "IPCount") for k in ("allocated", "reserved", "free", "total")}
+print("    %s: allocated %s + reserved %s + free %s = total %s; node reservations: %s"
+      % (sys.argv[1], n["allocated"], n["reserved"], n["free"], n["total"], ", ".join(held) or "none"))
+if None in n.values() or n["allocated"] + n["reserved"] + n["free"] != n["total"]:
+    sys.exit("demo: the counts of %s do not add up: %s" % (sys.argv[1], n))
+if n["reserved"] < len(held):
+    sys.exit("demo: reservedIPCount %s < %d node reservations" % (n["reserved"], len(held)))' "$1"
+}
+
 echo "=== the pools and the endpoints"
 k get sp -o wide
 k get spiderendpoints -n default
 # An agent reserves a few IPs ahead per pool (agent/ipam/blocks.h): records without a pod,
-# neither allocated nor free, handed out without a pool write and given back when idle.
-echo "--- IPs the node agents hold in reserve (status.allocatedIPs entries with a node and no pod)"
-k get sp ippool-test -o jsonpath='{.status.allocatedIPs}' | python3 -c '
-import json, sys
-recs = json.loads(sys.stdin.read() or "{}")
-held = sorted(ip for ip, r in recs.items() if not r.get("pod") and r.get("node"))
-print("    ippool-test:", ", ".join(held) or "none")'
+# neither allocated nor free but RESERVED, handed out without a pool write, given back when idle.
+echo "--- ALLOCATED + RESERVED + FREE = TOTAL (node reservations: allocatedIPs entries with a node and no pod)"
+check_counts ippool-test
+check_counts ippool-podman
 
 echo "=== CNI DEL pod-b frees its IP; NodeUnprepareResources removes the claim's CDI spec"
 cni DEL pod-b node1
@@ -406,4 +421,5 @@ CLAIMS=()
 if [[ -e $SPEC ]]; then echo "demo: $SPEC is still there" >&2; exit 1; fi
 echo "    $SPEC removed"
 k get sp ippool-test -o wide
+check_counts ippool-test
 echo "=== demo finished"

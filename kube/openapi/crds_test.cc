@@ -144,8 +144,9 @@ TEST(CrdsTest, NamesScopesSubresourcesAndColumnsMatchUpstream) {
        "Cluster",
        "sp",
        true,
-       {"VERSION", "SUBNET", "ALLOCATED-IP-COUNT", "TOTAL-IP-COUNT", "FREE-IP-COUNT", "DEFAULT",
-        "DISABLE:10", "NodeName:10", "MultusName:10", "APP-NAMESPACE:10"}},
+       {"VERSION", "SUBNET", "ALLOCATED-IP-COUNT", "TOTAL-IP-COUNT", "FREE-IP-COUNT",
+        "RESERVED-IP-COUNT", "DEFAULT", "DISABLE:10", "NodeName:10", "MultusName:10",
+        "APP-NAMESPACE:10"}},
       {"SpiderSubnet",
        "Cluster",
        "ss",
@@ -193,6 +194,16 @@ TEST(CrdsTest, NamesScopesSubresourcesAndColumnsMatchUpstream) {
       Crds().at("SpiderIPPool").doc["spec"]["versions"][0]["additionalPrinterColumns"][4];
   EXPECT_EQ(free_col["jsonPath"], ".status.freeIPCount");
   EXPECT_EQ(free_col["type"], "integer");
+  // ALLOCATED + RESERVED + FREE = TOTAL (api/pool_counts.h): node reservations are shown.
+  const Json& pool_crd = Crds().at("SpiderIPPool").doc["spec"]["versions"][0];
+  const Json& reserved_col = pool_crd["additionalPrinterColumns"][5];
+  EXPECT_EQ(reserved_col["jsonPath"], ".status.reservedIPCount");
+  EXPECT_EQ(reserved_col["type"], "integer");
+  const Json& reserved_field =
+      pool_crd["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]["reservedIPCount"];
+  EXPECT_EQ(reserved_field["type"], "integer");
+  EXPECT_EQ(reserved_field["format"], "int64");
+  EXPECT_EQ(reserved_field["minimum"], 0);
 }
 
 TEST(CrdsTest, SeedIPPoolValidatesAndGetsItsDefaults) {
@@ -212,6 +223,7 @@ status:
   allocatedIPs: '{}'
   totalIPCount: 10
   allocatedIPCount: 0
+  reservedIPCount: 0
   freeIPCount: 10
 )");
   EXPECT_THAT(Errors("SpiderIPPool", &pool), IsEmpty());

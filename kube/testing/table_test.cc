@@ -340,7 +340,10 @@ TEST_F(TableServerTest, SpiderIPPoolPrinterColumns) {
   auto c = server_->Call("POST", pools, *sample);
   ASSERT_EQ(c.code, 201) << base::DumpJson(c.body);
   Json status = c.body;
-  status["status"] = {{"allocatedIPCount", 3}, {"totalIPCount", 10}, {"freeIPCount", 7}};
+  status["status"] = {{"allocatedIPCount", 3},
+                      {"totalIPCount", 10},
+                      {"reservedIPCount", 2},
+                      {"freeIPCount", 5}};
   ASSERT_EQ(server_->Call("PUT", pools + "/ippool-test/status", status).code, 200);
   clock_.Advance(absl::Minutes(5));
 
@@ -353,16 +356,18 @@ TEST_F(TableServerTest, SpiderIPPoolPrinterColumns) {
   EXPECT_EQ(t["metadata"]["resourceVersion"], std::to_string(server_->CurrentResourceVersion()));
   EXPECT_EQ(ColumnNames(t),
             (std::vector<std::string>{"Name", "VERSION", "SUBNET", "ALLOCATED-IP-COUNT",
-                                      "TOTAL-IP-COUNT", "FREE-IP-COUNT", "DEFAULT", "DISABLE",
-                                      "NodeName", "MultusName", "APP-NAMESPACE"}));
+                                      "TOTAL-IP-COUNT", "FREE-IP-COUNT", "RESERVED-IP-COUNT",
+                                      "DEFAULT", "DISABLE", "NodeName", "MultusName",
+                                      "APP-NAMESPACE"}));
   EXPECT_EQ(t["columnDefinitions"][3]["type"], "integer");
-  EXPECT_EQ(t["columnDefinitions"][7]["priority"], 10);
+  EXPECT_EQ(t["columnDefinitions"][6]["priority"], 0);
+  EXPECT_EQ(t["columnDefinitions"][8]["priority"], 10);
   ASSERT_EQ(t["rows"].size(), 1u);
   const Json& row = t["rows"][0];
   // VERSION is unset in the sample (the webhook would default it): null. default/disable
   // come from the schema defaults.
   EXPECT_EQ(row["cells"],
-            Json::parse(R"(["ippool-test",null,"172.18.0.0/16",3,10,7,false,false,null,)"
+            Json::parse(R"(["ippool-test",null,"172.18.0.0/16",3,10,5,2,false,false,null,)"
                         R"("[\"kube-system/macvlan-conf\"]",null])"))
       << row["cells"].dump();
   EXPECT_EQ(row["object"]["kind"], "PartialObjectMetadata");

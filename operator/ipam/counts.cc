@@ -9,16 +9,6 @@ namespace spiderpool::op::ipam {
 
 namespace {
 
-// Whether `ip` lies in one of the sorted, merged `ranges`.
-bool InRanges(const std::vector<base::IPRange>& ranges, const base::IPAddress& ip) {
-  auto it = std::upper_bound(ranges.begin(), ranges.end(), ip,
-                             [](const base::IPAddress& a, const base::IPRange& r) {
-                               return a < r.first();
-                             });
-  if (it == ranges.begin()) return false;
-  return std::prev(it)->Contains(ip);
-}
-
 bool AnyOverlap(const std::vector<base::IPRange>& a, const std::vector<base::IPRange>& b) {
   for (const base::IPRange& x : a) {
     for (const base::IPRange& y : b) {
@@ -83,26 +73,19 @@ bool SubnetOverlaps(const api::SpiderSubnet& subnet, const std::vector<base::IPR
   return !usable.ok() || AnyOverlap(*usable, ranges);
 }
 
-absl::StatusOr<IPCounts> ComputePoolCounts(const api::SpiderIPPool& pool,
-                                           const std::vector<base::IPRange>& reserved) {
+absl::StatusOr<api::PoolIPCounts> ComputePoolCounts(const api::SpiderIPPool& pool,
+                                                    const std::vector<base::IPRange>& reserved) {
   const auto family = FamilyOf(pool.spec.ip_version, pool.spec.subnet);
   auto usable = UsableRanges(pool.spec.ips, pool.spec.exclude_ips, family);
   if (!usable.ok()) return usable.status();
   auto records = pool.AllocatedIPs();
   if (!records.ok()) return records.status();
-
-  IPCounts c;
-  c.total = ClampCount(base::CountIPs(*usable));
-  c.allocated = 0;  // pod records; node reservations hold IPs but no pod (not free either)
-  for (const auto& [ip, rec] : *records) c.allocated += !api::IsNodeReservation(rec);
-  const std::vector<base::IPRange> available = base::SubtractIPRanges(*usable, reserved);
-  int64_t taken = 0;
-  for (const auto& [ip_text, record] : *records) {
+  api::PoolRecordsByIP by_ip;
+  for (auto& [ip_text, record] : *records) {
     auto ip = base::IPAddress::Parse(ip_text);  // keys were checked by AllocatedIPs()
-    if (ip.ok() && InRanges(available, *ip)) ++taken;
+    if (ip.ok()) by_ip.emplace(*ip, std::move(record));  // one entry per address
   }
-  c.free = std::max<int64_t>(0, ClampCount(base::CountIPs(available)) - taken);
-  return c;
+  return api::CountPoolIPs(*usable, reserved, by_ip);
 }
 
 int64_t CountPreAllocation(const api::PoolIPPreAllocation& entry,

@@ -2,13 +2,18 @@
 // Pure IP accounting for SpiderIPPool / SpiderSubnet status (reference §1.1, §1.2, §2.8), with
 // base/ip.h range math. No I/O.
 //
-//   totalIPCount     |ips - excludeIPs|                               (upstream)
-//   allocatedIPCount pool: number of status.allocatedIPs records      (upstream; fixes drift)
-//                    subnet: IPs handed to pools in controlledIPPools (upstream)
-//   freeIPCount      |(ips - excludeIPs - SpiderReservedIPs) - allocated|   (our extension)
+// Pools: api::CountPoolIPs (api/pool_counts.h, shared with the agent's writes), which splits
+// |ips - excludeIPs| into allocated + reserved + free:
+//   totalIPCount     |ips - excludeIPs|                                 (upstream)
+//   allocatedIPCount pod records in status.allocatedIPs                 (upstream; fixes drift)
+//   reservedIPCount  node reservations + SpiderReservedIP IPs no record holds (our extension)
+//   freeIPCount      the rest: what the next pod can get                (our extension)
+// Subnets:
+//   totalIPCount     |ips - excludeIPs|                                 (upstream)
+//   allocatedIPCount IPs handed to pools in controlledIPPools           (upstream)
+//   freeIPCount      |(ips - excludeIPs - SpiderReservedIPs) - handed|  (our extension)
 //
-// freeIPCount counts addresses, so a reserved IP that a pod still holds (reserving does not
-// evict, §2.8) is subtracted once, not twice. Counts saturate at INT64_MAX (huge IPv6 ranges).
+// Counts saturate at INT64_MAX (huge IPv6 ranges).
 
 #include <cstdint>
 #include <memory>
@@ -17,11 +22,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "api/pool_counts.h"
 #include "api/spider.h"
 #include "base/ip.h"
 
 namespace spiderpool::op::ipam {
 
+// A subnet's counts.
 struct IPCounts {
   int64_t total = 0;
   int64_t allocated = 0;
@@ -48,8 +55,9 @@ std::vector<base::IPRange> ReservedRanges(
 bool PoolOverlaps(const api::SpiderIPPool& pool, const std::vector<base::IPRange>& ranges);
 bool SubnetOverlaps(const api::SpiderSubnet& subnet, const std::vector<base::IPRange>& ranges);
 
-// Counts for a pool; `reserved` is ReservedRanges() of the cluster.
-absl::StatusOr<IPCounts> ComputePoolCounts(const api::SpiderIPPool& pool,
+// Counts for a pool (api::CountPoolIPs); `reserved` is ReservedRanges() of the cluster.
+// InvalidArgument naming the field when spec.ips/excludeIPs or status.allocatedIPs do not parse.
+absl::StatusOr<api::PoolIPCounts> ComputePoolCounts(const api::SpiderIPPool& pool,
                                            const std::vector<base::IPRange>& reserved);
 
 // Counts for a subnet given the controlledIPPools it should hold (see SubnetController).

@@ -29,7 +29,7 @@ TEST(Counts, PoolTotalAllocatedFree) {
   auto p = Pool({"10.0.0.10-10.0.0.29"}, {"10.0.0.10-10.0.0.11"}, {"10.0.0.12", "10.0.0.13"});
   auto c = ComputePoolCounts(p, {});
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(*c, (IPCounts{.total = 18, .allocated = 2, .free = 16}));
+  EXPECT_EQ(*c, (api::PoolIPCounts{.total = 18, .allocated = 2, .reserved = 0, .free = 16}));
 }
 
 TEST(Counts, ReservedIPsAreNotFreeAndNotCountedTwice) {
@@ -39,7 +39,9 @@ TEST(Counts, ReservedIPsAreNotFreeAndNotCountedTwice) {
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->total, 20);  // upstream: reserved IPs stay in the total
   EXPECT_EQ(c->allocated, 2);
+  EXPECT_EQ(c->reserved, 1);  // 10.0.0.21; 10.0.0.20 is the pod's
   EXPECT_EQ(c->free, 20 - 2 /*reserved*/ - 1 /*12*/);
+  EXPECT_EQ(c->allocated + c->reserved + c->free, c->total);
 }
 
 TEST(Counts, RecordsOutsideTheUsableSetCountAsAllocatedOnly) {
@@ -47,18 +49,36 @@ TEST(Counts, RecordsOutsideTheUsableSetCountAsAllocatedOnly) {
   auto p = Pool({"10.0.0.10-10.0.0.19"}, {"10.0.0.10"}, {"10.0.0.10", "10.0.0.11"});
   auto c = ComputePoolCounts(p, {});
   ASSERT_TRUE(c.ok());
-  EXPECT_EQ(*c, (IPCounts{.total = 9, .allocated = 2, .free = 8}));
+  EXPECT_EQ(*c, (api::PoolIPCounts{.total = 9, .allocated = 2, .reserved = 0, .free = 8}));
+}
+
+// Node reservations (an agent's IPs held ahead, api::IsNodeReservation) are neither a pod's nor
+// free: reservedIPCount shows them, so allocated + reserved + free == total.
+TEST(Counts, NodeReservationsAreReservedNotAllocatedNorFree) {
+  auto p = Pool({"10.0.0.1-10.0.0.5"}, {}, {"10.0.0.1"});
+  auto recs = p.AllocatedIPs();
+  ASSERT_TRUE(recs.ok());
+  (*recs)["10.0.0.2"] = {.pod = "", .pod_uid = "", .node = "node1"};
+  (*recs)["10.0.0.3"] = {.pod = "", .pod_uid = "", .node = "node1"};
+  p.SetAllocatedIPs(*recs);
+  auto c = ComputePoolCounts(p, {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(*c, (api::PoolIPCounts{.total = 5, .allocated = 1, .reserved = 2, .free = 2}));
+  // A SpiderReservedIP over a node reservation and a free IP: the free one becomes reserved.
+  c = ComputePoolCounts(p, Ranges({"10.0.0.3-10.0.0.4"}));
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(*c, (api::PoolIPCounts{.total = 5, .allocated = 1, .reserved = 3, .free = 1}));
 }
 
 TEST(Counts, EmptyAndIPv6AndHuge) {
   auto empty = ComputePoolCounts(Pool({}, {}, {}), {});
   ASSERT_TRUE(empty.ok());
-  EXPECT_EQ(*empty, (IPCounts{}));
+  EXPECT_EQ(*empty, (api::PoolIPCounts{}));
 
   auto v6 = Pool({"fd00::10-fd00::1f"}, {"fd00::10"}, {"fd00::11"}, "fd00::/64");
   auto c = ComputePoolCounts(v6, Ranges({"fd00::1f"}));
   ASSERT_TRUE(c.ok());
-  EXPECT_EQ(*c, (IPCounts{.total = 15, .allocated = 1, .free = 13}));
+  EXPECT_EQ(*c, (api::PoolIPCounts{.total = 15, .allocated = 1, .reserved = 1, .free = 13}));
 
   auto huge = Pool({"fd00::-fd00::ffff:ffff:ffff:ffff"}, {}, {}, "fd00::/32");
   huge.spec.ips = {"fd00::-fd00:0:ffff:ffff:ffff:ffff:ffff:ffff"};  // 2^96 addresses

@@ -475,11 +475,7 @@ absl::StatusOr<std::vector<std::string>> IPGarbageCollector::RemoveRecords(
     if (caches_.reserved_ips != nullptr) {
       // Keep the counts as PoolController computes them, so it has nothing to rewrite.
       auto counts = ComputePoolCounts(*pool, ReservedRanges(caches_.reserved_ips->store().List()));
-      if (counts.ok()) {
-        pool->status.total_ip_count = counts->total;
-        pool->status.allocated_ip_count = counts->allocated;
-        pool->status.free_ip_count = counts->free;
-      }
+      if (counts.ok()) api::SetPoolIPCounts(*counts, &pool->status);
     }
     auto out = pools_.UpdateStatus(*pool);
     if (!out.ok() && kube::IsNotFound(out.status())) {

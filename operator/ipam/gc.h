@@ -21,8 +21,8 @@
 // again. Then, per pool, remove the records from status.allocatedIPs with one UpdateStatus on
 // the pool's resourceVersion (a 409 re-reads the pool and retries; only records still naming
 // the same pod and UID are removed, so concurrent writers lose nothing; allocatedIPCount is
-// rewritten, and with Caches::reserved_ips so are totalIPCount/freeIPCount, as PoolController
-// computes them). Then, if the endpoint's UID was reclaimed
+// rewritten, and with Caches::reserved_ips so are totalIPCount/reservedIPCount/freeIPCount, as
+// PoolController computes them). Then, if the endpoint's UID was reclaimed
 // (or the endpoint is stale) and none of its records failed: remove finalizer
 // `spiderpool.spidernet.io` (Update) and delete it (preconditions uid + resourceVersion).
 // A Terminating/terminated pod whose grace period has not run out is requeued for its deadline

@@ -162,6 +162,7 @@ TEST_F(GCTest, DeletedPodIsReclaimedUnderAnElectedManager) {
   ASSERT_TRUE(pool.ok());
   EXPECT_EQ(pool->status.allocated_ip_count, 1);
   EXPECT_EQ(pool->status.total_ip_count, 1022);  // the GC keeps the counts PoolController would
+  EXPECT_EQ(pool->status.reserved_ip_count, 0);
   EXPECT_EQ(pool->status.free_ip_count, 1021);
 
   run.request_stop();
@@ -238,6 +239,10 @@ TEST_F(GCTest, ReservationsOfDeletedNodesAreFreedOthersKept) {
   auto pool = kube::Client<api::SpiderIPPool>(env_->rest()).Get("", pool_);
   ASSERT_TRUE(pool.ok());
   EXPECT_EQ(pool->status.allocated_ip_count, 1) << "reservations are not pods";
+  // The GC writes the counts as PoolController does: the live node's reservation is reserved.
+  EXPECT_EQ(pool->status.reserved_ip_count, 1);
+  EXPECT_EQ(pool->status.free_ip_count, 1020);
+  EXPECT_EQ(pool->status.total_ip_count, 1022);
 }
 
 TEST_F(GCTest, SucceededPodIsReclaimedPendingAndRunningPodsAreKept) {

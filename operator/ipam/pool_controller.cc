@@ -233,16 +233,11 @@ absl::StatusOr<kube::ReconcileResult> PoolController::ReconcilePool(const std::s
               .KV("pool", name).KV("err", counts.status().ToString());
           return absl::OkStatus();
         }
-        const auto& st = pool->status;
-        if (SameCounts(st.total_ip_count, st.allocated_ip_count, st.free_ip_count, *counts)) {
-          return absl::OkStatus();
-        }
+        if (api::HasPoolIPCounts(pool->status, *counts)) return absl::OkStatus();
         SP_VLOG(1).Msg("updating SpiderIPPool counts").KV("pool", name)
             .KV("total", counts->total).KV("allocated", counts->allocated)
-            .KV("free", counts->free);
-        pool->status.total_ip_count = counts->total;
-        pool->status.allocated_ip_count = counts->allocated;
-        pool->status.free_ip_count = counts->free;
+            .KV("reserved", counts->reserved).KV("free", counts->free);
+        api::SetPoolIPCounts(*counts, &pool->status);
         auto out = pools_.UpdateStatus(*pool);
         if (!out.ok() && kube::IsNotFound(out.status())) return absl::OkStatus();
         return out.status();

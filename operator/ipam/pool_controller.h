@@ -2,10 +2,12 @@
 // Keeps the books of SpiderIPPool and SpiderSubnet status (reference §1.1, §1.2, §2.8, §2.10).
 //
 // SpiderIPPool (workqueue "spiderippool-status"):
-//   - status.totalIPCount = |ips - excludeIPs|, status.allocatedIPCount = number of
-//     status.allocatedIPs records (so drift is corrected), status.freeIPCount (our extension,
-//     counts.h) = usable - SpiderReservedIPs - allocated; written only when one differs, with
-//     UpdateStatus on the read resourceVersion (a 409 re-reads the pool and recomputes).
+//   - status.totalIPCount = |ips - excludeIPs| = allocatedIPCount (pod records of
+//     status.allocatedIPs, so drift is corrected) + reservedIPCount (node reservations and
+//     SpiderReservedIP IPs no record holds) + freeIPCount (the last two our extensions), all from
+//     api::CountPoolIPs (api/pool_counts.h, which the agent's writes use too); written only when
+//     one differs, with UpdateStatus on the read resourceVersion (a 409 re-reads the pool and
+//     recomputes).
 //   - deletion: a pool being deleted keeps finalizer `spiderpool.spidernet.io` while any record
 //     remains; once none does, the finalizer is removed (Update, conflict retry).
 //   - requeued on: pool add/update; SpiderReservedIP add/update/delete (the pools it overlaps).

@@ -43,12 +43,15 @@ class PoolControllerTest : public ::testing::Test {
     env_.reset();
   }
 
-  // Waits until the pool's status counts are (total, allocated, free).
-  bool WaitCounts(const std::string& pool, int64_t total, int64_t allocated, int64_t free) {
+  // Waits until the pool's status counts are (total, allocated, reserved, free); they add up.
+  bool WaitCounts(const std::string& pool, int64_t total, int64_t allocated, int64_t reserved,
+                  int64_t free) {
+    EXPECT_EQ(allocated + reserved + free, total) << "a test expecting counts that do not add up";
     return WaitUntil([&] {
       auto p = env_->GetPool(pool);
       return p.ok() && p->status.total_ip_count == total &&
-             p->status.allocated_ip_count == allocated && p->status.free_ip_count == free;
+             p->status.allocated_ip_count == allocated &&
+             p->status.reserved_ip_count == reserved && p->status.free_ip_count == free;
     });
   }
   std::string Dump(const std::string& pool) {
@@ -82,7 +85,7 @@ TEST_F(PoolControllerTest, CountsAreCorrectedAndFollowReservedIPs) {
                                 /*update_count=*/false)
                   .ok());
   StartController();
-  ASSERT_TRUE(WaitCounts(pool, 18, 3, 15)) << Dump(pool);
+  ASSERT_TRUE(WaitCounts(pool, 18, 3, 0, 15)) << Dump(pool);
 
   // Nothing changed: another reconcile writes nothing (resourceVersion unchanged).
   auto before = env_->GetPool(pool);
@@ -93,28 +96,75 @@ TEST_F(PoolControllerTest, CountsAreCorrectedAndFollowReservedIPs) {
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(after->metadata.resource_version, before->metadata.resource_version);
 
-  // Reserving .20-.21: .21 is no longer free; .20 is allocated already and counts once.
+  // Reserving .20-.21: .21 is no longer free but reserved; .20 is allocated already and counts
+  // once.
   ASSERT_TRUE(env_->CreateReservedIP(env_->Name("r1"), {"10.251.0.20-10.251.0.21"}).ok());
-  ASSERT_TRUE(WaitCounts(pool, 18, 3, 14)) << Dump(pool);
+  ASSERT_TRUE(WaitCounts(pool, 18, 3, 1, 14)) << Dump(pool);
   // A reserved IP elsewhere does not matter; deleting ours gives the IP back.
   ASSERT_TRUE(env_->CreateReservedIP(env_->Name("r2"), {"10.9.9.9"}).ok());
   ASSERT_TRUE(kube::Client<api::SpiderReservedIP>(env_->rest()).Delete("", env_->Name("r1")).ok());
-  ASSERT_TRUE(WaitCounts(pool, 18, 3, 15)) << Dump(pool);
+  ASSERT_TRUE(WaitCounts(pool, 18, 3, 0, 15)) << Dump(pool);
 
   // The agent releases one record: the counts follow.
   ASSERT_TRUE(
       env_->EditRecords(pool, [](api::PoolIPAllocations* r) { r->erase("10.251.0.13"); }).ok());
-  ASSERT_TRUE(WaitCounts(pool, 18, 2, 16)) << Dump(pool);
+  ASSERT_TRUE(WaitCounts(pool, 18, 2, 0, 16)) << Dump(pool);
   // The spec grows.
   kube::Client<api::SpiderIPPool> pools(env_->rest());
   ASSERT_TRUE(pools
                   .Patch("", pool, kube::PatchType::kMerge,
                          {{"spec", {{"ips", {"10.251.0.10-10.251.0.39"}}}}})
                   .ok());
-  ASSERT_TRUE(WaitCounts(pool, 28, 2, 26)) << Dump(pool);
+  ASSERT_TRUE(WaitCounts(pool, 28, 2, 0, 26)) << Dump(pool);
 
   std::string metrics = env_->registry().Expose();
   EXPECT_NE(metrics.find("spiderpool_total_ippool_counts 1"), std::string::npos) << metrics;
+}
+
+// Node reservations (records with a node and no pod, agent/ipam/blocks.h) are shown as
+// reservedIPCount: neither allocated (no pod) nor free, so allocated + reserved + free == total
+// while agents reserve, hand reserved IPs to pods and give them back.
+api::PoolIPAllocation NodeHeld(const std::string& node) {
+  return {.pod = "", .pod_uid = "", .node = node};
+}
+
+TEST_F(PoolControllerTest, NodeReservationsAreCountedApartAndTheCountsAddUp) {
+  const std::string pool = env_->Name("p3");
+  ASSERT_TRUE(env_->CreatePool(pool, "10.251.2.0/24", {"10.251.2.10-10.251.2.19"}).ok());
+  StartController();
+  ASSERT_TRUE(WaitCounts(pool, 10, 0, 0, 10)) << Dump(pool);
+
+  // node1's agent reserves three IPs, node2's one.
+  ASSERT_TRUE(env_->EditRecords(pool, [](api::PoolIPAllocations* r) {
+                    (*r)["10.251.2.10"] = NodeHeld("node1");
+                    (*r)["10.251.2.11"] = NodeHeld("node1");
+                    (*r)["10.251.2.12"] = NodeHeld("node1");
+                    (*r)["10.251.2.13"] = NodeHeld("node2");
+                  }).ok());
+  ASSERT_TRUE(WaitCounts(pool, 10, 0, 4, 6)) << Dump(pool);
+
+  // A pod takes one of node1's reservations (the record becomes the pod's), another pod a
+  // free IP through the pool.
+  ASSERT_TRUE(env_->EditRecords(pool, [](api::PoolIPAllocations* r) {
+                    (*r)["10.251.2.10"] = Rec("a");
+                    (*r)["10.251.2.14"] = Rec("b");
+                  }).ok());
+  ASSERT_TRUE(WaitCounts(pool, 10, 2, 3, 5)) << Dump(pool);
+
+  // A SpiderReservedIP over a pod's IP, a node reservation and two free IPs: the free ones are
+  // held back too; the others are counted once, as before.
+  ASSERT_TRUE(env_->CreateReservedIP(env_->Name("r3"), {"10.251.2.13-10.251.2.16"}).ok());
+  ASSERT_TRUE(WaitCounts(pool, 10, 2, 5, 3)) << Dump(pool);
+
+  // node1's agent gives its idle reservations back.
+  ASSERT_TRUE(env_->EditRecords(pool, [](api::PoolIPAllocations* r) {
+                    r->erase("10.251.2.11");
+                    r->erase("10.251.2.12");
+                  }).ok());
+  ASSERT_TRUE(WaitCounts(pool, 10, 2, 3, 5)) << Dump(pool);
+  auto p = env_->GetPool(pool);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->status.allocated_ip_count, 2) << "allocatedIPCount: the pods' IPs only";
 }
 
 TEST_F(PoolControllerTest, DeletingPoolKeepsItsFinalizerUntilNoIPIsAllocated) {
@@ -124,7 +174,7 @@ TEST_F(PoolControllerTest, DeletingPoolKeepsItsFinalizerUntilNoIPIsAllocated) {
                     (*r)["10.251.1.10"] = Rec("a");
                   }).ok());
   StartController();
-  ASSERT_TRUE(WaitCounts(pool, 10, 1, 9)) << Dump(pool);
+  ASSERT_TRUE(WaitCounts(pool, 10, 1, 0, 9)) << Dump(pool);
 
   kube::Client<api::SpiderIPPool> pools(env_->rest());
   ASSERT_TRUE(pools.Delete("", pool).ok());
