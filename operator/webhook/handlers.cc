@@ -12,6 +12,7 @@
 #include "kube/rest/errors.h"
 #include "multus/defaults.h"
 #include "operator/webhook/configurations.h"
+#include "operator/webhook/pod_inject.h"
 
 namespace spiderpool::op::webhook {
 
@@ -183,6 +184,43 @@ ListFn<T> LiveList(std::shared_ptr<kube::RestClient> rest) {
   };
 }
 
+kw::MutatingHandler MakePodInjectHandler(std::shared_ptr<const HandlerOptions> o) {
+  return [o](const api::AdmissionRequest& req) -> kw::Mutation {
+    if (req.operation != api::kOperationCreate || !req.object.is_object()) {
+      return kw::Mutation::Unchanged();
+    }
+    std::map<std::string, std::string> ns_annotations;
+    if (o->sources.namespace_annotations && !req.namespace_.empty()) {
+      auto a = o->sources.namespace_annotations(req.namespace_);
+      if (!a.ok()) {
+        return kw::Mutation::Denied(kw::Decision::Deny(
+            500, StrCat("Internal error occurred: ", base::FromAbsl(a.status().message()))));
+      }
+      ns_annotations = std::move(*a);
+    }
+    std::vector<std::shared_ptr<const api::SpiderMultusConfig>> smcs;
+    if (o->sources.multus_configs) {
+      auto l = o->sources.multus_configs();
+      if (!l.ok()) {
+        return kw::Mutation::Denied(kw::Decision::Deny(
+            500, StrCat("Internal error occurred: ", base::FromAbsl(l.status().message()))));
+      }
+      smcs = std::move(*l);
+    }
+    absl::StatusOr<std::optional<Json>> pod = InjectPodResources(req.object, ns_annotations, smcs);
+    if (!pod.ok()) {
+      SP_LOG(Warning).Msg("pod webhook: resource injection failed")
+          .KV("namespace", req.namespace_)
+          .KV("err", std::string(pod.status().message()));
+      // controller-runtime answers a defaulter's plain error with Denied (403).
+      return kw::Mutation::Denied(
+          kw::Decision::Deny(403, base::FromAbsl(pod.status().message())));
+    }
+    if (!pod->has_value()) return kw::Mutation::Unchanged();
+    return kw::Mutation::Patched(std::move(**pod));
+  };
+}
+
 }  // namespace
 
 Sources InformerSources(const kube::Informer<api::SpiderIPPool>* ippools,
@@ -191,6 +229,20 @@ Sources InformerSources(const kube::Informer<api::SpiderIPPool>* ippools,
   s.ippools = StoreList(ippools);
   s.subnets = StoreList(subnets);
   return s;
+}
+
+void AddPodInjectInformerSources(const kube::Informer<api::SpiderMultusConfig>* smcs,
+                                 const kube::Informer<api::Namespace>* namespaces,
+                                 Sources* sources) {
+  if (smcs != nullptr) sources->multus_configs = StoreList(smcs);
+  if (namespaces != nullptr) {
+    sources->namespace_annotations = [namespaces](const std::string& name)
+        -> absl::StatusOr<std::map<std::string, std::string>> {
+      auto ns = namespaces->store().Get(name);
+      if (ns == nullptr) return std::map<std::string, std::string>();
+      return ns->metadata.annotations;
+    };
+  }
 }
 
 void AddLiveSources(std::shared_ptr<kube::RestClient> rest, Sources* sources) {
@@ -277,6 +329,9 @@ void RegisterHandlers(kw::AdmissionServer* server, const HandlerOptions& options
        .create = validation::ValidateClaimParameterCreate,
        .update = validation::ValidateClaimParameterUpdate},
       false, Has(validating, Kind::kClaimParameter));
+  if (options.enable_pod_resource_inject) {
+    server->Mutating(std::string(kPodMutatePath), MakePodInjectHandler(o));
+  }
 }
 
 }  // namespace spiderpool::op::webhook

@@ -39,10 +39,13 @@
 // transaction.
 
 #include <functional>
+#include <map>
+#include <string>
 #include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "api/core.h"
 #include "api/spider.h"
 #include "api/validation/validation.h"
 #include "kube/informer/informer.h"
@@ -63,11 +66,20 @@ struct Sources {
   api::validation::NetAttachDefOwnersFn net_attach_def_owners;
   // SpiderClaimParameter: whether a SpiderMultusConfig exists. Unset = that rule is skipped.
   api::validation::MultusConfigExistsFn multus_config_exists;
+  // Pod resource injection (enable_pod_resource_inject): every SpiderMultusConfig (cache) and
+  // the annotations of a namespace (cache; a missing namespace = none). Unset = none.
+  ListFn<api::SpiderMultusConfig> multus_configs;
+  std::function<absl::StatusOr<std::map<std::string, std::string>>(const std::string&)>
+      namespace_annotations;
 };
 
 // `ippools` / `subnets` from informer stores (either may be null: then that list is empty).
 Sources InformerSources(const kube::Informer<api::SpiderIPPool>* ippools,
                         const kube::Informer<api::SpiderSubnet>* subnets);
+// Sets `multus_configs` / `namespace_annotations` from informer stores (null: left unset).
+void AddPodInjectInformerSources(const kube::Informer<api::SpiderMultusConfig>* smcs,
+                                 const kube::Informer<api::Namespace>* namespaces,
+                                 Sources* sources);
 // Fills the unset live lists and lookups with direct API reads through `rest`: consistent LISTs
 // of pools and subnets, GET of NetworkAttachmentDefinitions and SpiderMultusConfigs.
 void AddLiveSources(std::shared_ptr<kube::RestClient> rest, Sources* sources);
@@ -78,6 +90,8 @@ struct HandlerOptions {
   bool enable_multus_config = true;
   bool enable_coordinator = true;
   bool enable_claim_parameter = false;
+  // podResourceInject.enabled: the Pod webhook of pod_inject.h at kPodMutatePath.
+  bool enable_pod_resource_inject = false;
 };
 
 // Registers the mutating and validating handlers of every enabled kind at upstream's paths.
