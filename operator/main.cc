@@ -70,6 +70,15 @@ ABSL_FLAG(bool, webhook_create_configurations, false,
           "create/replace the webhook configurations (setups without the chart: the demo)");
 ABSL_FLAG(bool, enable_validating_resources_deleted_webhook, false,
           "refuse to delete pools/subnets with allocated IPs (upstream's switch)");
+ABSL_FLAG(bool, pod_resource_inject, false,
+          "podResourceInject.enabled: serve the Pod webhook (/mutate--v1-pod) injecting "
+          "networks and RDMA/SR-IOV resources from cni.spidernet.io/*-resource-inject");
+ABSL_FLAG(std::vector<std::string>, pod_resource_inject_namespaces_exclude,
+          std::vector<std::string>({"kube-system", "spiderpool", "metallb-system",
+                                    "istio-system"}),
+          "podResourceInject.namespacesExclude (comma-separated)");
+ABSL_FLAG(std::vector<std::string>, pod_resource_inject_namespaces_include, {},
+          "podResourceInject.namespacesInclude (comma-separated; empty = all)");
 ABSL_FLAG(double, qps, 50, "API client QPS");
 ABSL_FLAG(int, burst, 100, "API client burst");
 
@@ -128,6 +137,10 @@ int main(int argc, char** argv) {
   kube::Informer<api::Pod> pods(*rest, all);
   kube::Informer<api::Node> nodes(*rest, all);
   kube::Informer<api::StatefulSet> statefulsets(*rest, all);
+  // The Pod resource-injection webhook's caches (only run with --pod-resource-inject).
+  const bool pod_resource_inject = absl::GetFlag(FLAGS_pod_resource_inject);
+  kube::Informer<api::SpiderMultusConfig> inject_smcs(*rest, all);
+  kube::Informer<api::Namespace> inject_namespaces(*rest, all);
   const op::ipam::Caches caches{.pools = &pools, .subnets = &subnets, .reserved_ips = &reserved,
                                 .endpoints = &endpoints, .pods = &pods, .nodes = &nodes,
                                 .statefulsets = &statefulsets};
@@ -199,6 +212,11 @@ int main(int argc, char** argv) {
                            absl::GetFlag(FLAGS_enable_validating_resources_deleted_webhook)},
         // We ship the SpiderClaimParameter CRD (the DRA driver's claim parameters).
         .enable_claim_parameter = true,
+        .enable_pod_resource_inject = pod_resource_inject,
+        .pod_namespaces_exclude = absl::GetFlag(FLAGS_pod_resource_inject_namespaces_exclude),
+        .pod_namespaces_include = absl::GetFlag(FLAGS_pod_resource_inject_namespaces_include),
+        .multus_config_informer = pod_resource_inject ? &inject_smcs : nullptr,
+        .namespace_informer = pod_resource_inject ? &inject_namespaces : nullptr,
         .ippool_informer = &pools,
         .subnet_informer = &subnets};
     absl::StatusOr<std::unique_ptr<op::webhook::WebhookServer>> webhook =
@@ -236,6 +254,10 @@ int main(int argc, char** argv) {
   manager.Add(InformerRunnable(&pods));
   manager.Add(InformerRunnable(&nodes));
   manager.Add(InformerRunnable(&statefulsets));
+  if (pod_resource_inject && absl::GetFlag(FLAGS_webhook_port) >= 0) {
+    manager.Add(InformerRunnable(&inject_smcs));
+    manager.Add(InformerRunnable(&inject_namespaces));
+  }
 
   std::stop_source stop;
   std::jthread signals([&stop, &set] {

@@ -102,6 +102,28 @@ kw::MutatingWebhookConfiguration MutatingConfiguration(const ConfigurationOption
     c.webhooks.push_back(
         MakeWebhook<kw::MutatingWebhook>(o, k, MutatePath(k), {"CREATE", "UPDATE"}));
   }
+  if (o.enable_pod_resource_inject) {
+    kw::MutatingWebhook w = MakeWebhook<kw::MutatingWebhook>(o, Kind::kIPPool, "/mutate--v1-pod",
+                                                             {"CREATE"});
+    w.name = std::string(kPodWebhookName);
+    w.rules = {kw::RuleWithOperations{.operations = {"CREATE"},
+                                      .api_groups = {""},
+                                      .api_versions = {"v1"},
+                                      .resources = {"pods"}}};
+    api::LabelSelector sel;
+    if (!o.pod_namespaces_exclude.empty()) {
+      sel.match_expressions.push_back({.key = std::string(kNamespaceNameLabel),
+                                       .op = "NotIn",
+                                       .values = o.pod_namespaces_exclude});
+    }
+    if (!o.pod_namespaces_include.empty()) {
+      sel.match_expressions.push_back({.key = std::string(kNamespaceNameLabel),
+                                       .op = "In",
+                                       .values = o.pod_namespaces_include});
+    }
+    if (!sel.Empty()) w.namespace_selector = std::move(sel);
+    c.webhooks.push_back(std::move(w));
+  }
   return c;
 }
 

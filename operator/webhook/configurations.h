@@ -17,7 +17,10 @@
 //              (enable_multus_config): CREATE, UPDATE
 //   spiderclaimparameters (enable_claim_parameter, off by default: upstream removed the kind
 //              in Jan 2025; this project's DRA side may turn it on): validating CREATE, UPDATE.
-// The Pod webhook (/mutate--v1-pod, podResourceInject) is not part of this package.
+//   pods (enable_pod_resource_inject, podResourceInject.enabled): mutating CREATE at
+//              /mutate--v1-pod, named pod.spiderpool.spidernet.io, last in the mutating list,
+//              failurePolicy Fail (as every upstream webhook), with a namespaceSelector on
+//              kubernetes.io/metadata.name: NotIn namespacesExclude, In namespacesInclude (if any).
 
 #include <cstdint>
 #include <string>
@@ -61,7 +64,15 @@ struct ConfigurationOptions {
   bool enable_multus_config = true;     // multus.enableMultusConfig
   bool enable_coordinator = true;       // coordinator.enabled
   bool enable_claim_parameter = false;  // SpiderClaimParameter (see above)
+  // podResourceInject: the Pod webhook and its namespaces (upstream's chart defaults).
+  bool enable_pod_resource_inject = false;
+  std::vector<std::string> pod_namespaces_exclude = {"kube-system", "spiderpool",
+                                                     "metallb-system", "istio-system"};
+  std::vector<std::string> pod_namespaces_include;
 };
+
+inline constexpr std::string_view kPodWebhookName = "pod.spiderpool.spidernet.io";
+inline constexpr std::string_view kNamespaceNameLabel = "kubernetes.io/metadata.name";
 
 // The kinds with a mutating / validating webhook under `options`, in upstream's order.
 std::vector<Kind> MutatingKinds(const ConfigurationOptions& options);

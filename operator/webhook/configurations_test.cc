@@ -108,3 +108,40 @@ TEST(ConfigurationsTest, Golden) {
 
 }  // namespace
 }  // namespace spiderpool::op::webhook
+
+namespace spiderpool::op::webhook {
+namespace {
+
+TEST(ConfigurationsTest, PodWebhookOnlyWhenPodResourceInjectIsEnabled) {
+  ConfigurationOptions o;
+  o.service_namespace = "spiderpool";
+  for (const auto& w : MutatingConfiguration(o).webhooks) {
+    EXPECT_NE(w.name, "pod.spiderpool.spidernet.io");
+  }
+  o.enable_pod_resource_inject = true;
+  auto m = MutatingConfiguration(o);
+  ASSERT_FALSE(m.webhooks.empty());
+  const auto& w = m.webhooks.back();
+  EXPECT_EQ(w.name, "pod.spiderpool.spidernet.io");
+  ASSERT_TRUE(w.client_config.service.has_value());
+  EXPECT_EQ(w.client_config.service->path, "/mutate--v1-pod");
+  EXPECT_EQ(w.failure_policy, "Fail");
+  ASSERT_EQ(w.rules.size(), 1u);
+  EXPECT_EQ(w.rules[0].operations, std::vector<std::string>{"CREATE"});
+  EXPECT_EQ(w.rules[0].api_groups, std::vector<std::string>{""});
+  EXPECT_EQ(w.rules[0].resources, std::vector<std::string>{"pods"});
+  ASSERT_TRUE(w.namespace_selector.has_value());
+  ASSERT_EQ(w.namespace_selector->match_expressions.size(), 1u);
+  EXPECT_EQ(w.namespace_selector->match_expressions[0].key, "kubernetes.io/metadata.name");
+  EXPECT_EQ(w.namespace_selector->match_expressions[0].op, "NotIn");
+  EXPECT_EQ(w.namespace_selector->match_expressions[0].values,
+            (std::vector<std::string>{"kube-system", "spiderpool", "metallb-system",
+                                      "istio-system"}));
+  o.pod_namespaces_include = {"ai"};
+  auto with_include = MutatingConfiguration(o).webhooks.back();
+  ASSERT_EQ(with_include.namespace_selector->match_expressions.size(), 2u);
+  EXPECT_EQ(with_include.namespace_selector->match_expressions[1].op, "In");
+}
+
+}  // namespace
+}  // namespace spiderpool::op::webhook

@@ -85,6 +85,12 @@ absl::StatusOr<std::unique_ptr<WebhookServer>> WebhookServer::Create(
   Sources from_informers = InformerSources(options.ippool_informer, options.subnet_informer);
   if (!sources.ippools) sources.ippools = from_informers.ippools;
   if (!sources.subnets) sources.subnets = from_informers.subnets;
+  if (!sources.multus_configs || !sources.namespace_annotations) {
+    Sources pod = sources;
+    AddPodInjectInformerSources(options.multus_config_informer, options.namespace_informer, &pod);
+    if (!sources.multus_configs) sources.multus_configs = pod.multus_configs;
+    if (!sources.namespace_annotations) sources.namespace_annotations = pod.namespace_annotations;
+  }
   if (options.fresh_reads) AddLiveSources(rest, &sources);
 
   std::unique_ptr<WebhookServer> w(new WebhookServer(std::move(rest), std::move(options)));
@@ -94,6 +100,7 @@ absl::StatusOr<std::unique_ptr<WebhookServer>> WebhookServer::Create(
   h.enable_multus_config = w->options_.enable_multus_config;
   h.enable_coordinator = w->options_.enable_coordinator;
   h.enable_claim_parameter = w->options_.enable_claim_parameter;
+  h.enable_pod_resource_inject = w->options_.enable_pod_resource_inject;
   RegisterHandlers(&w->server_, h);
 
   if (w->options_.cert_dir.empty()) {
@@ -136,6 +143,9 @@ ConfigurationOptions WebhookServer::ConfigOptions() const {
   c.enable_multus_config = options_.enable_multus_config;
   c.enable_coordinator = options_.enable_coordinator;
   c.enable_claim_parameter = options_.enable_claim_parameter;
+  c.enable_pod_resource_inject = options_.enable_pod_resource_inject;
+  c.pod_namespaces_exclude = options_.pod_namespaces_exclude;
+  c.pod_namespaces_include = options_.pod_namespaces_include;
   return c;
 }
 

@@ -72,6 +72,14 @@ struct WebhookServerOptions {
   bool enable_multus_config = true;
   bool enable_coordinator = true;
   bool enable_claim_parameter = false;
+  // podResourceInject: serve /mutate--v1-pod (pod_inject.h) and register it (namespaces as
+  // ConfigurationOptions). SMCs and namespaces come from these caches (or sources.*).
+  bool enable_pod_resource_inject = false;
+  std::vector<std::string> pod_namespaces_exclude = {"kube-system", "spiderpool",
+                                                     "metallb-system", "istio-system"};
+  std::vector<std::string> pod_namespaces_include;
+  const kube::Informer<api::SpiderMultusConfig>* multus_config_informer = nullptr;
+  const kube::Informer<api::Namespace>* namespace_informer = nullptr;
   // Existing objects: informer caches (the caller runs them), and/or explicit sources; unset
   // source fields are filled from the informers, and (fresh_reads) the live lists / lookups
   // from `rest` (handlers.h explains why).
