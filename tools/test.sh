@@ -6,8 +6,9 @@
 #      UndefinedBehaviorSanitizer together (--config=sanitizers, .bazelrc: clang, its own output
 #      base),
 #   3. the dependency-direction rules (tools/check-deps.sh),
-#   4. the chart, image-script and e2e-script checks (charts/spiderpool/tests/check.sh,
-#      images/check.sh, e2e/kind/lint.sh).
+#   4. the chart, chart-run, image-script and e2e-script checks (charts/spiderpool/tests/check.sh,
+#      charts/spiderpool/tests/run-rendered.sh: the rendered containers started from our
+#      binaries against the loopback API server, images/check.sh, e2e/kind/lint.sh).
 # 3 and 4 need little CPU and no build: they run in the background during 2.
 # Why the tests run once: a cold run is two full compiles on 2 cores (g++ for the product,
 # clang for the sanitizers), and each costs ~15 minutes; running the tests in the default config
@@ -258,13 +259,15 @@ run_product_build() {
   fi
 }
 
-# The dependency rules, the chart (helm lint/template + rendered objects), the images' scripts,
+# The dependency rules, the chart (helm lint/template + rendered objects; the rendered
+# containers run from our binaries against the loopback API server), the images' scripts,
 # and the kind e2e scripts and manifests (shellcheck, YAML): one counted check each. They need
 # little CPU and no build of their own, so they run in the background, one after the other,
 # while Bazel builds and tests; each one's output is printed when it is counted.
 CHECKS=(
   "deps ./tools/check-deps.sh"
   "chart charts/spiderpool/tests/check.sh"
+  "chart-run charts/spiderpool/tests/run-rendered.sh"
   "images images/check.sh"
   "e2e-lint e2e/kind/lint.sh"
 )
