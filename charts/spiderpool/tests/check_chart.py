@@ -313,6 +313,14 @@ def check_common(r, case, bins):
     expect(cf["enable-ipv4"] == str(v4).lower() and cf["enable-ipv6"] == str(v6).lower(), "controller IP families")
     expect(cf["webhook-port"] == "5722" and cf["health-port"] == "5720", "controller ports")
     expect(cf["webhook-service-name"] == "spiderpool-controller", "controller webhook service name")
+    if "pod_inject" in case:
+        exclude, include = case["pod_inject"]
+        expect(cf.get("pod-resource-inject") == "true", "controller --pod-resource-inject")
+        expect(cf.get("pod-resource-inject-namespaces-exclude") == ",".join(exclude)
+               and cf.get("pod-resource-inject-namespaces-include") == ",".join(include),
+               "controller podResourceInject namespaces")
+    else:
+        expect("pod-resource-inject" not in cf, "controller --pod-resource-inject set by default")
     ports = {p["name"]: p["containerPort"] for p in ctl["ports"]}
     expect(ports == {"http": 5720, "webhook": 5722}, f"controller ports {ports}")
     expect(ctl["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": 5720, "scheme": "HTTP"}, "controller liveness")
@@ -365,6 +373,22 @@ def check_webhooks(r, case):
     cp["rules"][0]["operations"] = ["CREATE", "UPDATE"]
     cp["rules"][0]["resources"] = ["spiderclaimparameters"]
     want["ValidatingWebhookConfiguration"]["webhooks"].append(cp)
+    # podResourceInject: the Pod webhook, last (operator/webhook/configurations.cc).
+    if "pod_inject" in case:
+        exclude, include = case["pod_inject"]
+        pod = copy.deepcopy(want["MutatingWebhookConfiguration"]["webhooks"][0])
+        pod["name"] = "pod.spiderpool.spidernet.io"
+        pod["clientConfig"]["service"]["path"] = "/mutate--v1-pod"
+        pod["rules"] = [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                         "resources": ["pods"]}]
+        exprs = []
+        if exclude:
+            exprs.append({"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": exclude})
+        if include:
+            exprs.append({"key": "kubernetes.io/metadata.name", "operator": "In", "values": include})
+        if exprs:
+            pod["namespaceSelector"] = {"matchExpressions": exprs}
+        want["MutatingWebhookConfiguration"]["webhooks"].append(pod)
     bundles = set()
     for kind, w in want.items():
         got = r.one(kind, "spiderpool-controller")
@@ -589,6 +613,11 @@ CASES = [
     ("tls-certmanager-clusterissuer", {"spiderpoolController": {"tls": {"method": "certmanager", "certmanager": {
         "issuerName": "corp-ca", "issuerKind": "ClusterIssuer"}}}},
      {"tls": "certmanager", "issuer": "corp-ca"}),
+    ("pod-resource-inject", {"spiderpoolController": {"podResourceInject": {"enabled": True}}},
+     {"pod_inject": (["kube-system", "spiderpool", "metallb-system", "istio-system"], [])}),
+    ("pod-resource-inject-include", {"spiderpoolController": {"podResourceInject": {
+        "enabled": True, "namespacesExclude": [], "namespacesInclude": ["ai", "gpu"]}}},
+     {"pod_inject": ([], ["ai", "gpu"])}),
     ("tls-bad-method", {"spiderpoolController": {"tls": {"method": "selfmade"}}}, {"fail": "method"}),
     ("default-pools-and-smc", {
         "ipam": {"enableIPv6": True},
