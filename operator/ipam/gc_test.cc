@@ -399,7 +399,13 @@ TEST_F(GCTest, ConflictsDuringReleaseLoseNoOtherRecord) {
     // The GC's first status writes of the pool get 409 Conflict.
     lb->FailNext(3, 409, {.verb = "update", .resource = "spiderippools/status", .name = pool_});
   }
-  StartGC();
+  // Enough conflict retries that the concurrent "agent" below cannot exhaust them, however
+  // slow the machine: this test is about losing no record, not about the default budget (a
+  // release that runs out of retries is requeued and counted as a failure, which a cold CI
+  // run once produced with the default 10 steps).
+  GCOptions options;
+  options.conflict_retry.steps = 200;
+  StartGC(options);
   ASSERT_TRUE(WaitReclaimed("10.253.1.1"));
   EXPECT_TRUE(HasRecord("10.253.1.0"));
 
