@@ -145,8 +145,7 @@ absl::StatusOr<Nets> OpenNets(const std::string& netns_path, bool pod_may_be_gon
 }
 
 // The node's addresses a pod should reach through the coordinator's link.
-absl::StatusOr<std::vector<base::IPAddress>> HostIPs(Netlink& hnl) {
-  SP_ASSIGN_OR_RETURN(std::vector<AddrInfo> addrs, hnl.Addrs());
+std::vector<base::IPAddress> HostIPs(const std::vector<AddrInfo>& addrs) {
   std::vector<base::IPAddress> out;
   for (const AddrInfo& a : addrs) {
     if (a.scope != RT_SCOPE_UNIVERSE) continue;
@@ -378,8 +377,9 @@ absl::Status Add(const Invocation& inv, Nets& n, Txn* txn,
     }
   }
 
-  SP_ASSIGN_OR_RETURN(std::vector<base::IPAddress> host_ips, HostIPs(hnl));
+  // One dump of the node's addresses serves both the node IPs and the gateway choice.
   SP_ASSIGN_OR_RETURN(std::vector<AddrInfo> host_addrs, hnl.Addrs());
+  const std::vector<base::IPAddress> host_ips = HostIPs(host_addrs);
   std::set<base::IPFamily> families;
   for (const auto& ip : ips) families.insert(ip.family());
 
