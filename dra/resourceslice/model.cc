@@ -76,17 +76,11 @@ std::optional<base::IPPrefix> FirstOf(const std::vector<base::IPPrefix>& prefixe
   return std::nullopt;
 }
 
-int64_t FreeIn(const std::optional<base::IPPrefix>& subnet, const std::vector<PoolCapacity>& pools) {
-  if (!subnet.has_value()) return 0;
-  int64_t sum = 0;
-  for (const PoolCapacity& p : pools) {
-    if (p.free_ips <= 0 || p.subnet.Canonical() != *subnet) continue;
-    sum = sum > std::numeric_limits<int64_t>::max() - p.free_ips
-              ? std::numeric_limits<int64_t>::max()
-              : sum + p.free_ips;
-  }
-  return sum;
+int64_t SaturatingAdd(int64_t a, int64_t b) {
+  return a > std::numeric_limits<int64_t>::max() - b ? std::numeric_limits<int64_t>::max() : a + b;
 }
+
+bool IsInfiniBand(const nic::Nic& n) { return n.mac.size() > 17; }  // 20-byte address
 
 }  // namespace
 
@@ -111,6 +105,23 @@ std::string DeviceLabel(std::string_view interface_name) {
 
 std::string SlotDeviceName(std::string_view interface_name, int slot) {
   return StrCat(DeviceLabel(interface_name), "-", slot);
+}
+
+std::string PoolAttributeName(std::string_view pool) {
+  constexpr size_t kMaxReadable = api::resourceslice::kDeviceMaxIDLength - 5;  // "pool_"
+  bool readable = !pool.empty() && pool.size() <= kMaxReadable;
+  for (char c : pool) {
+    if (!IsLowerAlnum(c) && c != '-') readable = false;
+  }
+  if (readable && IsLowerAlnum(pool.front())) {
+    std::string out = StrCat("pool_", pool);
+    std::replace(out.begin(), out.end(), '-', '_');
+    return out;
+  }
+  std::string h(8, '\0');
+  const uint64_t v = Fnv1a64(pool);
+  for (int i = 0; i < 8; ++i) h[i] = static_cast<char>(v >> (56 - 8 * i));
+  return StrCat("pool__", Base32(h));
 }
 
 std::string PCIeRootOf(std::string_view pci) {
@@ -150,6 +161,10 @@ std::vector<NicPlan> PlanNics(const std::vector<nic::Nic>& nics,
   for (const nic::Nic& n : nics) sorted.push_back(&n);
   std::sort(sorted.begin(), sorted.end(),
             [](const nic::Nic* a, const nic::Nic* b) { return a->name < b->name; });
+  std::vector<const PoolCapacity*> sorted_pools;
+  for (const PoolCapacity& p : pools) sorted_pools.push_back(&p);
+  std::stable_sort(sorted_pools.begin(), sorted_pools.end(),
+                   [](const PoolCapacity* a, const PoolCapacity* b) { return a->name < b->name; });
   std::vector<NicPlan> out;
   std::set<std::string> seen;
   for (const nic::Nic* n : sorted) {
@@ -174,12 +189,39 @@ std::vector<NicPlan> PlanNics(const std::vector<nic::Nic>& nics,
       if (!plan.ipv4_subnet) plan.ipv4_subnet = FirstOf(d->second, base::IPFamily::kV4);
       if (!plan.ipv6_subnet) plan.ipv6_subnet = FirstOf(d->second, base::IPFamily::kV6);
     }
+    // The serving pools: on the NIC's subnets; for a NIC without any, the pools naming this
+    // node (their subnets become the NIC's, the first pool by name per family).
+    const bool addressless = !plan.ipv4_subnet && !plan.ipv6_subnet;
+    std::vector<const PoolCapacity*> serving;
+    for (const PoolCapacity* p : sorted_pools) {
+      if (p->free_ips <= 0) continue;
+      const base::IPPrefix subnet = p->subnet.Canonical();
+      if (addressless ? p->selects_node
+                      : (subnet == plan.ipv4_subnet || subnet == plan.ipv6_subnet)) {
+        serving.push_back(p);
+      }
+    }
+    if (addressless) {
+      for (const PoolCapacity* p : serving) {
+        auto& slot = p->subnet.family() == base::IPFamily::kV4 ? plan.ipv4_subnet : plan.ipv6_subnet;
+        if (!slot) slot = p->subnet.Canonical();
+      }
+    }
     if (!plan.ipv4_subnet && !plan.ipv6_subnet) {
       plan.skipped = "no subnet";
       out.push_back(std::move(plan));
       continue;
     }
-    plan.free_ips = std::max(FreeIn(plan.ipv4_subnet, pools), FreeIn(plan.ipv6_subnet, pools));
+    int64_t free_v4 = 0, free_v6 = 0;
+    for (const PoolCapacity* p : serving) {
+      int64_t& f = p->subnet.family() == base::IPFamily::kV4 ? free_v4 : free_v6;
+      f = SaturatingAdd(f, p->free_ips);
+      if (!p->name.empty() &&
+          std::find(plan.pools.begin(), plan.pools.end(), p->name) == plan.pools.end()) {
+        plan.pools.push_back(p->name);
+      }
+    }
+    plan.free_ips = std::max(free_v4, free_v6);
     if (plan.free_ips <= 0) {
       plan.skipped = "no pool with free IPs";
     } else {
@@ -197,7 +239,7 @@ std::vector<Device> BuildDevices(const std::vector<nic::Nic>& nics,
   std::map<std::string, const nic::Nic*> by_name;
   for (const nic::Nic& n : nics) by_name.emplace(n.name, &n);
   std::vector<Device> out;
-  for (const NicPlan& plan : PlanNics(nics, pools, options)) {
+  for (NicPlan& plan : PlanNics(nics, pools, options)) {
     if (plan.slots <= 0) continue;
     const nic::Nic& n = *by_name.at(plan.nic);
     std::map<std::string, DeviceAttribute> attrs;
@@ -225,6 +267,27 @@ std::vector<Device> BuildDevices(const std::vector<nic::Nic>& nics,
     if (n.numa_node >= 0) attrs[std::string(attr::kNumaNode)] = DeviceAttribute::Int(n.numa_node);
     if (auto r = options.resource_names.find(n.name); r != options.resource_names.end()) {
       put_string(attr::kMultusResourceName, r->second);
+    }
+    auto put_true = [&](std::string_view key) { attrs[std::string(key)] = DeviceAttribute::Bool(true); };
+    const bool sriov = n.sriov_total_vfs > 0 || n.sriov_vf;
+    if (IsInfiniBand(n)) {
+      put_true(attr::kCniIpoib);
+      if (sriov) put_true(attr::kCniIbSriov);
+    } else {
+      put_true(attr::kCniMacvlan);
+      put_true(attr::kCniIpvlan);
+      put_true(attr::kCniVlan);
+      if (sriov) put_true(attr::kCniSriov);
+    }
+    // Pool attributes fill what the API's per-device limit leaves (one is the slot's).
+    const size_t room = static_cast<size_t>(api::resourceslice::kMaxAttributesAndCapacitiesPerDevice) -
+                        attrs.size() - 1;
+    for (size_t i = 0; i < plan.pools.size(); ++i) {
+      if (i < room) {
+        attrs[PoolAttributeName(plan.pools[i])] = DeviceAttribute::Bool(true);
+      } else {
+        plan.dropped_pools.push_back(plan.pools[i]);
+      }
     }
     for (int k = 0; k < plan.slots; ++k) {
       Device d{.name = StrCat(plan.label, "-", k), .attributes = attrs};
@@ -308,18 +371,8 @@ void AddUnique(std::vector<std::string>* v, const std::string& s) {
 }  // namespace
 
 absl::StatusOr<std::vector<std::string>> SelectorFor(const api::SpiderMultusConfig& smc,
-                                                     const std::vector<std::string>& pool_subnets,
+                                                     const ClaimNetwork& network,
                                                      std::string_view driver) {
-  std::vector<std::string> v4, v6;
-  for (const std::string& text : pool_subnets) {
-    auto p = base::IPPrefix::Parse(text);
-    if (!p.ok()) {
-      return absl::InvalidArgumentError(
-          StrCat("pool subnet \"", text, "\": ", base::FromAbsl(p.status().message())));
-    }
-    AddUnique(p->family() == base::IPFamily::kV4 ? &v4 : &v6, p->Canonical().ToString());
-  }
-
   std::vector<std::string> masters;
   std::string resource_name;
   const api::MultusCNIConfigSpec& spec = smc.spec;
@@ -332,27 +385,57 @@ absl::StatusOr<std::vector<std::string>> SelectorFor(const api::SpiderMultusConf
     }
     for (const std::string& m : list) AddUnique(&masters, m);
   };
-  if (type == api::kCniTypeMacvlan && spec.macvlan) {
-    from_master_list(spec.macvlan->master, spec.macvlan->bond);
-  } else if (type == api::kCniTypeIPvlan && spec.ipvlan) {
-    from_master_list(spec.ipvlan->master, spec.ipvlan->bond);
-  } else if (type == api::kCniTypeVlan && spec.vlan) {
-    from_master_list(spec.vlan->master, spec.vlan->bond);
-  } else if (type == api::kCniTypeIPoIB && spec.ipoib) {
-    AddUnique(&masters, spec.ipoib->master);
-  } else if (type == api::kCniTypeSriov && spec.sriov) {
-    resource_name = spec.sriov->resource_name.value_or("");
-  } else if (type == api::kCniTypeIBSriov && spec.ibsriov) {
-    resource_name = spec.ibsriov->resource_name.value_or("");
+  std::string_view cni_attr;
+  if (type == api::kCniTypeMacvlan) {
+    cni_attr = attr::kCniMacvlan;
+    if (spec.macvlan) from_master_list(spec.macvlan->master, spec.macvlan->bond);
+  } else if (type == api::kCniTypeIPvlan) {
+    cni_attr = attr::kCniIpvlan;
+    if (spec.ipvlan) from_master_list(spec.ipvlan->master, spec.ipvlan->bond);
+  } else if (type == api::kCniTypeVlan) {
+    cni_attr = attr::kCniVlan;
+    if (spec.vlan) from_master_list(spec.vlan->master, spec.vlan->bond);
+  } else if (type == api::kCniTypeIPoIB) {
+    cni_attr = attr::kCniIpoib;
+    if (spec.ipoib) AddUnique(&masters, spec.ipoib->master);
+  } else if (type == api::kCniTypeSriov) {
+    cni_attr = attr::kCniSriov;
+    if (spec.sriov) resource_name = spec.sriov->resource_name.value_or("");
+  } else if (type == api::kCniTypeIBSriov) {
+    cni_attr = attr::kCniIbSriov;
+    if (spec.ibsriov) resource_name = spec.ibsriov->resource_name.value_or("");
   }
+  for (const std::string& m : masters) {
+    if (m.size() > static_cast<size_t>(api::resourceslice::kDeviceAttributeMaxValueLength)) {
+      return absl::InvalidArgumentError(StrCat("SpiderMultusConfig ", smc.metadata.namespace_, "/",
+                                               smc.metadata.name, ": master \"", m,
+                                               "\" is longer than an attribute value may be"));
+    }
+  }
+
+  const std::string attrs = StrCat("device.attributes[", CelQuote(driver), "]");
+  auto pools_selector = [&](const std::vector<std::string>& pools) {
+    std::vector<std::string> unique;
+    for (const std::string& p : pools) AddUnique(&unique, PoolAttributeName(p));
+    std::string out;
+    for (size_t i = 0; i < unique.size(); ++i) {
+      out += StrCat(i ? " || " : "", CelQuote(unique[i]), " in ", attrs);
+    }
+    return unique.size() > 1 ? StrCat("(", out, ")") : out;
+  };
+  auto bool_selector = [&](std::string_view name) {
+    return StrCat(CelQuote(name), " in ", attrs, " && ", attrs, ".", name, " == true");
+  };
 
   std::vector<std::string> out;
   if (!masters.empty()) out.push_back(AttributeMatch(driver, attr::kIfName, masters));
   if (!resource_name.empty()) {
     out.push_back(AttributeMatch("k8s.cni.cncf.io", "resourceName", {resource_name}));
   }
-  if (!v4.empty()) out.push_back(AttributeMatch(driver, attr::kIPv4Subnet, v4));
-  if (!v6.empty()) out.push_back(AttributeMatch(driver, attr::kIPv6Subnet, v6));
+  if (!cni_attr.empty()) out.push_back(bool_selector(cni_attr));
+  if (!network.ipv4_pools.empty()) out.push_back(pools_selector(network.ipv4_pools));
+  if (!network.ipv6_pools.empty()) out.push_back(pools_selector(network.ipv6_pools));
+  if (network.rdma) out.push_back(bool_selector(attr::kRdma));
   return out;
 }
 

@@ -54,6 +54,17 @@ inline constexpr std::string_view kNumaNode = "resource.kubernetes.io/numaNode";
 // Multus interop (what a device plugin would put in the pod's network-status).
 inline constexpr std::string_view kMultusDeviceID = "k8s.cni.cncf.io/deviceID";
 inline constexpr std::string_view kMultusResourceName = "k8s.cni.cncf.io/resourceName";
+// CNI types the NIC can serve as master / device for (bool, published only when true):
+// Ethernet NICs serve macvlan, ipvlan and vlan; an SR-IOV PF or VF serves sriov; an
+// InfiniBand NIC (20-byte hardware address) serves ipoib, and ib-sriov when SR-IOV.
+inline constexpr std::string_view kCniMacvlan = "cniMacvlan";
+inline constexpr std::string_view kCniIpvlan = "cniIpvlan";
+inline constexpr std::string_view kCniVlan = "cniVlan";
+inline constexpr std::string_view kCniSriov = "cniSriov";
+inline constexpr std::string_view kCniIpoib = "cniIpoib";
+inline constexpr std::string_view kCniIbSriov = "cniIbSriov";
+// One bool attribute per SpiderIPPool that serves the NIC on this node with free IPs:
+// PoolAttributeName(pool) (see below), value true.
 }  // namespace attr
 
 // Free addresses of one SpiderIPPool usable by pods on this node (the pool's nodeName /
@@ -61,7 +72,11 @@ inline constexpr std::string_view kMultusResourceName = "k8s.cni.cncf.io/resourc
 struct PoolCapacity {
   base::IPPrefix subnet;  // spec.subnet (canonicalised when compared)
   int64_t free_ips = 0;
-  std::string name;  // for logs only
+  std::string name;  // the pool's name: its attribute (PoolAttributeName) on the NICs it serves
+  // The pool names this node explicitly (spec.nodeName lists it, or spec.nodeAffinity is set
+  // and admits it). A NIC without an address in any subnet (and no declared subnet) is served
+  // by these pools: a dedicated underlay NIC or an SR-IOV PF carries no host IP.
+  bool selects_node = false;
 };
 
 struct ModelOptions {
@@ -90,8 +105,13 @@ struct NicPlan {
   std::string label;  // DeviceLabel(nic)
   std::optional<base::IPPrefix> ipv4_subnet;  // canonical
   std::optional<base::IPPrefix> ipv6_subnet;
-  int64_t free_ips = 0;  // max over families of the matching pools' free IPs
+  int64_t free_ips = 0;  // max over families of the serving pools' free IPs
   int slots = 0;
+  // Pools that serve this NIC (their subnet is the NIC's, or, for a NIC without one, they
+  // select the node) with free IPs, by name; each becomes a PoolAttributeName attribute.
+  std::vector<std::string> pools;
+  // Serving pools left out because a device holds at most 32 attributes (logged by callers).
+  std::vector<std::string> dropped_pools;
   std::string skipped;  // why no devices ("down", "excluded", "no pool with free IPs", ...)
 };
 
@@ -119,6 +139,11 @@ std::vector<std::vector<api::Device>> SplitDevices(const std::vector<api::Device
 std::string DeviceLabel(std::string_view interface_name);
 // "<label>-<slot>".
 std::string SlotDeviceName(std::string_view interface_name, int slot);
+// The attribute a NIC's devices carry for a pool that serves them: "pool_<name>" with '-' as
+// '_' when the name is only [a-z0-9-] and at most 27 characters (ids are C identifiers of at
+// most 32), else "pool__<base32 of FNV-1a 64 of the name>" (a readable form never has "__"
+// there, since pool names start with an alphanumeric). Value: bool true.
+std::string PoolAttributeName(std::string_view pool);
 // "pci<domain>:<bus>" of "dddd:bb:dd.f" ("0000:3b:00.0" -> "pci0000:3b"); "" if malformed.
 std::string PCIeRootOf(std::string_view pci_address);
 
@@ -130,17 +155,26 @@ api::DeviceClass BuildDeviceClass(std::string_view driver = kDriverName);
 // A CEL string literal: "..." with backslash and quote escaped (and control bytes as \xNN).
 std::string CelQuote(std::string_view s);
 
+// What a claim's network needs from a device: the SMC and the pools its pods allocate from.
+struct ClaimNetwork {
+  std::vector<std::string> ipv4_pools;  // pool names; empty = no IPv4 requirement
+  std::vector<std::string> ipv6_pools;
+  bool rdma = false;  // SpiderClaimParameter enableRdma: the NIC must have an RDMA device
+};
+
 // The CEL expressions (each one a selector; all must hold) restricting a request to the
-// master NIC(s) of `smc` and to the subnets of the pools it will allocate from:
-//   device.attributes["netresources.spidernet.io"].ifName in ["eth1", "eth2"]
-//   device.attributes["netresources.spidernet.io"].ipv4Subnet == "10.6.0.0/16"
-//   (device.attributes["netresources.spidernet.io"].ipv6Subnet == "fd00::/64" || ...)
-// Masters: macvlan/ipvlan/vlan `master` (the bond's name when `bond` is set), ipoib `master`;
-// sriov/ib-sriov with a resourceName select k8s.cni.cncf.io/resourceName instead. Subnets are
-// canonicalised, de-duplicated and grouped by family (a dual-stack SMC gets one selector per
-// family). Invalid subnets: InvalidArgument. No masters and no subnets: an empty list.
+// devices that serve `smc` on their node (dra/README.md "Claims"):
+//   master   "ifName" in A && A.ifName in ["eth1", "eth2"]   (A = device.attributes["<driver>"];
+//            the bond's name when `bond` is set; ipoib's master; sriov / ib-sriov with a
+//            resourceName: device.attributes["k8s.cni.cncf.io"].resourceName == "...")
+//   cniType  "cniMacvlan" in A && A.cniMacvlan == true          (macvlan, ipvlan, vlan, sriov,
+//            ipoib, ib-sriov; none for ovs / custom)
+//   pools    one per family: ("pool_a" in A || "pool_b" in A)  (a pool of the claim serves the
+//            NIC on that node with free IPs)
+//   rdma     "rdma" in A && A.rdma == true                       (network.rdma)
+// Names are de-duplicated keeping order. An empty list: nothing to narrow (custom SMC, no pools).
 absl::StatusOr<std::vector<std::string>> SelectorFor(const api::SpiderMultusConfig& smc,
-                                                     const std::vector<std::string>& pool_subnets,
+                                                     const ClaimNetwork& network,
                                                      std::string_view driver = kDriverName);
 
 }  // namespace spiderpool::dra::resourceslice

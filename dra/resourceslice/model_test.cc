@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "api/resource_slice.h"
+#include "base/strings.h"
 
 namespace spiderpool::dra::resourceslice {
 namespace {
@@ -67,6 +68,11 @@ TEST(Model, SlotsAndAttributesOfOneNic) {
       {"resource.kubernetes.io/numaNode", DeviceAttribute::Int(1)},
       {"k8s.cni.cncf.io/deviceID", DeviceAttribute::String("0000:3b:00.0")},
       {"k8s.cni.cncf.io/resourceName", DeviceAttribute::String("spidernet.io/sriov_netdevice")},
+      {"cniMacvlan", DeviceAttribute::Bool(true)},
+      {"cniIpvlan", DeviceAttribute::Bool(true)},
+      {"cniVlan", DeviceAttribute::Bool(true)},
+      {"cniSriov", DeviceAttribute::Bool(true)},
+      {"pool_pool_a", DeviceAttribute::Bool(true)},
   };
   EXPECT_EQ(a, want);
   EXPECT_FALSE(ds[0].allow_multiple_allocations.has_value());
@@ -86,7 +92,7 @@ TEST(Model, OmitsEmptyAttributes) {
   std::set<std::string> keys;
   for (const auto& [k, v] : ds[0].attributes) keys.insert(k);
   EXPECT_EQ(keys, (std::set<std::string>{"ifName", "state", "ipv4Subnet", "sriovVf", "rdma",
-                                         "slot"}));
+                                         "slot", "cniMacvlan", "cniIpvlan", "cniVlan"}));
 }
 
 TEST(Model, SlotCountIsBoundedByFreeIPs) {
@@ -233,60 +239,67 @@ api::SpiderMultusConfig Smc(std::string type) {
   return smc;
 }
 
+constexpr std::string_view kA = R"(device.attributes["netresources.spidernet.io"])";
+
 TEST(Selector, MacvlanSingleMasterDualStack) {
   api::SpiderMultusConfig smc = Smc("macvlan");
   smc.spec.macvlan = api::SpiderMacvlanCniConfig{.master = {"eth1"}};
-  auto sel = SelectorFor(smc, {"10.6.0.0/16", "fd00:6::/64"});
+  auto sel = SelectorFor(smc, {.ipv4_pools = {"v4-a"}, .ipv6_pools = {"v6.b"}});
   ASSERT_TRUE(sel.ok()) << sel.status();
   EXPECT_EQ(*sel, (std::vector<std::string>{
                       R"("ifName" in device.attributes["netresources.spidernet.io"] && )"
                       R"(device.attributes["netresources.spidernet.io"].ifName == "eth1")",
-                      R"("ipv4Subnet" in device.attributes["netresources.spidernet.io"] && )"
-                      R"(device.attributes["netresources.spidernet.io"].ipv4Subnet == "10.6.0.0/16")",
-                      R"("ipv6Subnet" in device.attributes["netresources.spidernet.io"] && )"
-                      R"(device.attributes["netresources.spidernet.io"].ipv6Subnet == "fd00:6::/64")",
+                      R"("cniMacvlan" in device.attributes["netresources.spidernet.io"] && )"
+                      R"(device.attributes["netresources.spidernet.io"].cniMacvlan == true)",
+                      R"("pool_v4_a" in device.attributes["netresources.spidernet.io"])",
+                      base::StrCat("\"", PoolAttributeName("v6.b"), "\" in ", kA),
                   }));
 }
 
-TEST(Selector, ListsCanonicalisationAndBond) {
+TEST(Selector, ListsBondPoolsAndRdma) {
   api::SpiderMultusConfig smc = Smc("ipvlan");
   smc.spec.ipvlan = api::SpiderIPvlanCniConfig{.master = {"eth1", "eth2", "eth1"}};
-  auto sel = SelectorFor(smc, {"10.6.0.0/16", "10.7.1.9/24", "10.6.0.0/16"});
+  auto sel = SelectorFor(smc, {.ipv4_pools = {"a", "b", "a"}, .rdma = true});
   ASSERT_TRUE(sel.ok());
   EXPECT_EQ(*sel, (std::vector<std::string>{
                       R"("ifName" in device.attributes["netresources.spidernet.io"] && )"
                       R"(device.attributes["netresources.spidernet.io"].ifName in ["eth1", "eth2"])",
-                      R"("ipv4Subnet" in device.attributes["netresources.spidernet.io"] && )"
-                      R"(device.attributes["netresources.spidernet.io"].ipv4Subnet in )"
-                      R"(["10.6.0.0/16", "10.7.1.0/24"])",
+                      R"("cniIpvlan" in device.attributes["netresources.spidernet.io"] && )"
+                      R"(device.attributes["netresources.spidernet.io"].cniIpvlan == true)",
+                      R"(("pool_a" in device.attributes["netresources.spidernet.io"] || )"
+                      R"("pool_b" in device.attributes["netresources.spidernet.io"]))",
+                      R"("rdma" in device.attributes["netresources.spidernet.io"] && )"
+                      R"(device.attributes["netresources.spidernet.io"].rdma == true)",
                   }));
   smc.spec.ipvlan->bond = api::BondConfig{.name = "bond0", .mode = 1};
   sel = SelectorFor(smc, {});
   ASSERT_TRUE(sel.ok());
-  EXPECT_EQ(*sel, (std::vector<std::string>{
-                      R"("ifName" in device.attributes["netresources.spidernet.io"] && )"
-                      R"(device.attributes["netresources.spidernet.io"].ifName == "bond0")"}));
+  ASSERT_EQ(sel->size(), 2u);
+  EXPECT_EQ((*sel)[0], R"("ifName" in device.attributes["netresources.spidernet.io"] && )"
+                       R"(device.attributes["netresources.spidernet.io"].ifName == "bond0")");
 }
 
 TEST(Selector, OtherTypesAndErrors) {
   api::SpiderMultusConfig sriov = Smc("sriov");
   sriov.spec.sriov = api::SpiderSRIOVCniConfig{.resource_name = "spidernet.io/sriov_a"};
-  auto sel = SelectorFor(sriov, {"10.6.0.0/16"});
+  auto sel = SelectorFor(sriov, {.ipv4_pools = {"p"}});
   ASSERT_TRUE(sel.ok());
-  ASSERT_EQ(sel->size(), 2u);
+  ASSERT_EQ(sel->size(), 3u);
   EXPECT_EQ((*sel)[0], R"("resourceName" in device.attributes["k8s.cni.cncf.io"] && )"
                        R"(device.attributes["k8s.cni.cncf.io"].resourceName == "spidernet.io/sriov_a")");
+  EXPECT_NE((*sel)[1].find("cniSriov"), std::string::npos);
   api::SpiderMultusConfig ipoib = Smc("ipoib");
   ipoib.spec.ipoib = api::SpiderIpoibCniConfig{.master = "ib0"};
-  EXPECT_EQ(SelectorFor(ipoib, {})->size(), 1u);
+  EXPECT_EQ(SelectorFor(ipoib, {})->size(), 2u);
   EXPECT_TRUE(SelectorFor(Smc("custom"), {})->empty());
   EXPECT_TRUE(SelectorFor(api::SpiderMultusConfig{}, {})->empty());
-  // The macvlan section is ignored when the type says vlan.
+  // The macvlan section is ignored when the type says vlan: only the cniType requirement.
   api::SpiderMultusConfig mixed = Smc("vlan");
   mixed.spec.macvlan = api::SpiderMacvlanCniConfig{.master = {"eth9"}};
-  EXPECT_TRUE(SelectorFor(mixed, {})->empty());
-  auto bad = SelectorFor(Smc("macvlan"), {"10.6.0.0/33"});
-  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(SelectorFor(mixed, {})->size(), 1u);
+  api::SpiderMultusConfig long_master = Smc("macvlan");
+  long_master.spec.macvlan = api::SpiderMacvlanCniConfig{.master = {std::string(65, 'x')}};
+  EXPECT_EQ(SelectorFor(long_master, {}).status().code(), absl::StatusCode::kInvalidArgument);
   // Quotes and backslashes in names are escaped in the CEL literal.
   api::SpiderMultusConfig odd = Smc("macvlan");
   odd.spec.macvlan = api::SpiderMacvlanCniConfig{.master = {"a\"b\\c"}};
@@ -294,6 +307,94 @@ TEST(Selector, OtherTypesAndErrors) {
             R"("ifName" in device.attributes["netresources.spidernet.io"] && )"
             R"(device.attributes["netresources.spidernet.io"].ifName == "a\"b\\c")");
   EXPECT_EQ(CelQuote("x\n\x01"), R"("x\n\x01")");
+}
+
+TEST(Model, PoolAttributeNames) {
+  EXPECT_EQ(PoolAttributeName("ippool-test"), "pool_ippool_test");
+  EXPECT_EQ(PoolAttributeName("a23456789012345678901234567"), "pool_a23456789012345678901234567");
+  const std::string hashed = PoolAttributeName("a234567890123456789012345678");  // 28: too long
+  EXPECT_EQ(hashed.rfind("pool__", 0), 0u);
+  EXPECT_LE(hashed.size(), 32u);
+  EXPECT_NE(PoolAttributeName("v4.pool"), PoolAttributeName("v4-pool"));
+  EXPECT_NE(PoolAttributeName("v4.pool"), PoolAttributeName("v4.poom"));
+  EXPECT_EQ(PoolAttributeName("v4.pool").rfind("pool__", 0), 0u);
+}
+
+TEST(Model, ServingPoolsAndCniTypesAreAttributes) {
+  std::vector<PoolCapacity> pools = {{.subnet = P("10.6.0.0/16"), .free_ips = 5, .name = "b-pool"},
+                                     {.subnet = P("10.6.0.0/16"), .free_ips = 5, .name = "a-pool"},
+                                     {.subnet = P("10.6.0.0/16"), .free_ips = 0, .name = "empty"},
+                                     {.subnet = P("10.7.0.0/16"), .free_ips = 5, .name = "other"}};
+  auto ds = BuildDevices({Plain("eth1", "10.6.0.5/16")}, pools);
+  ASSERT_EQ(ds.size(), 10u);
+  const auto& a = ds[0].attributes;
+  EXPECT_EQ(a.at("pool_a_pool"), DeviceAttribute::Bool(true));
+  EXPECT_EQ(a.at("pool_b_pool"), DeviceAttribute::Bool(true));
+  EXPECT_FALSE(a.contains("pool_empty"));  // no free IPs: does not serve
+  EXPECT_FALSE(a.contains("pool_other"));  // another subnet
+  EXPECT_EQ(a.at("cniMacvlan"), DeviceAttribute::Bool(true));
+  EXPECT_EQ(a.at("cniIpvlan"), DeviceAttribute::Bool(true));
+  EXPECT_EQ(a.at("cniVlan"), DeviceAttribute::Bool(true));
+  EXPECT_FALSE(a.contains("cniSriov"));
+  // An SR-IOV PF also serves sriov; an InfiniBand NIC ipoib (and ib-sriov) only.
+  auto pf = BuildDevices({Eth1()}, {{.subnet = P("10.6.0.0/16"), .free_ips = 1, .name = "p"}});
+  ASSERT_EQ(pf.size(), 1u);
+  EXPECT_TRUE(pf[0].attributes.contains("cniSriov"));
+  nic::Nic ib = Plain("ib0", "10.6.0.9/16");
+  ib.mac = "00:00:10:29:fe:80:00:00:00:00:00:00:50:6b:4b:03:00:f3:8a:dc";
+  auto ibd = BuildDevices({ib}, {{.subnet = P("10.6.0.0/16"), .free_ips = 1, .name = "p"}});
+  ASSERT_EQ(ibd.size(), 1u);
+  EXPECT_TRUE(ibd[0].attributes.contains("cniIpoib"));
+  EXPECT_FALSE(ibd[0].attributes.contains("cniMacvlan"));
+}
+
+TEST(Model, AttributeBudgetDropsPoolsBeyondTheLimit) {
+  std::vector<PoolCapacity> pools;
+  for (int i = 0; i < 40; ++i) {
+    pools.push_back({.subnet = P("10.6.0.0/16"), .free_ips = 1,
+                     .name = "p" + std::string(i < 10 ? "0" : "") + std::to_string(i)});
+  }
+  std::vector<NicPlan> plans = PlanNics({Eth1()}, pools, {});
+  ASSERT_EQ(plans.size(), 1u);
+  EXPECT_EQ(plans[0].pools.size(), 40u);
+  auto ds = BuildDevices({Eth1()}, pools);
+  ASSERT_FALSE(ds.empty());
+  EXPECT_EQ(ds[0].attributes.size(), 32u);  // the API's limit, exactly
+  EXPECT_TRUE(ds[0].attributes.contains("pool_p00"));  // by name: the first ones stay
+  EXPECT_FALSE(ds[0].attributes.contains("pool_p39"));
+  EXPECT_TRUE(api::ValidateResourceSliceStatus([&] {
+                api::ResourceSlice s;
+                s.SetTypeMeta();
+                s.metadata.name = "n";
+                s.spec.driver = "netresources.spidernet.io";
+                s.spec.pool = {.name = "n", .generation = 1, .resource_slice_count = 1};
+                s.spec.node_name = "n";
+                s.spec.devices = {ds[0]};
+                return s;
+              }()).ok());
+}
+
+TEST(Model, NicWithoutAddressIsServedByThePoolsNamingTheNode) {
+  nic::Nic underlay = Plain("eth2", "");
+  std::vector<PoolCapacity> pools = {
+      {.subnet = P("10.9.0.0/24"), .free_ips = 3, .name = "pinned", .selects_node = true},
+      {.subnet = P("10.8.0.0/24"), .free_ips = 3, .name = "anywhere"}};
+  std::vector<NicPlan> plans = PlanNics({underlay}, pools, {});
+  ASSERT_EQ(plans.size(), 1u);
+  EXPECT_EQ(plans[0].skipped, "");
+  EXPECT_EQ(plans[0].ipv4_subnet, P("10.9.0.0/24"));
+  EXPECT_EQ(plans[0].pools, std::vector<std::string>{"pinned"});
+  EXPECT_EQ(plans[0].slots, 3);
+  auto ds = BuildDevices({underlay}, pools);
+  ASSERT_EQ(ds.size(), 3u);
+  EXPECT_EQ(ds[0].attributes.at("ipv4Subnet"), DeviceAttribute::String("10.9.0.0/24"));
+  EXPECT_TRUE(ds[0].attributes.contains("pool_pinned"));
+  // Without a pool naming the node, nothing; a declared subnet wins over the pools.
+  EXPECT_EQ(PlanNics({underlay}, {pools[1]}, {})[0].skipped, "no subnet");
+  ModelOptions declared;
+  declared.declared_subnets["eth2"] = {P("10.8.0.0/24")};
+  auto dd = PlanNics({underlay}, pools, declared);
+  EXPECT_EQ(dd[0].pools, std::vector<std::string>{"anywhere"});
 }
 
 }  // namespace
