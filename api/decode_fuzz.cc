@@ -1,18 +1,18 @@
 // Fuzz target: arbitrary bytes -> JSON -> every API kind. //api:decode_fuzz_test drives it
-// with deterministic mutations of api/testdata. For coverage-guided fuzzing (Debian's clang 14
-// ships libFuzzer), outside Bazel:
+// with deterministic mutations of api/testdata; //api/fuzz:api_decode (every kind) and
+// //api/fuzz:crd_<kind> (one Spider kind each, OnlyKind) link it with libFuzzer:
 //
-//   clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -I. api/decode_fuzz.cc
-//     api/codec.cc api/meta.cc api/core.cc api/spider.cc api/admission.cc base/json.cc
-//     base/ip.cc -o /tmp/decode_fuzz <the -labsl_* flags of //third_party:absl>
-//   /tmp/decode_fuzz -max_len=16384 CORPUS_DIR   # seeds: api/testdata converted to JSON
+//   tools/fuzz.sh api_decode 60
+//   tools/fuzz.sh crd_spiderippool 60
 
 #include "api/decode_fuzz.h"
 
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <string_view>
+#include <utility>
 
 #include "api/admission.h"
 #include "api/kinds.h"
@@ -22,9 +22,11 @@ namespace spiderpool::api::fuzz {
 namespace {
 
 int last_clean = 0;
+std::string only_kind;  // "" = every kind
 
 template <typename T>
 void CheckKind(const Json& j, std::string_view name, std::vector<std::string>* problems) {
+  if (!only_kind.empty() && name != only_kind) return;
   DecodeErrors errs;
   T obj = DecodeInto<T>(j, &errs);
   // Partially decoded objects must encode (and print) too.
@@ -83,6 +85,7 @@ std::vector<std::string> DecodeEveryKind(const Json& j) {
 
 int KindCount() { return static_cast<int>(CoreKinds::kSize + SpiderKinds::kSize + 2); }
 int LastCleanDecodes() { return last_clean; }
+void OnlyKind(std::string kind) { only_kind = std::move(kind); }
 
 }  // namespace spiderpool::api::fuzz
 

@@ -21,4 +21,9 @@ std::vector<std::string> DecodeEveryKind(const base::Json& j);
 int KindCount();
 int LastCleanDecodes();
 
+// Restricts DecodeEveryKind to the kind named `kind` ("SpiderIPPool", "AdmissionReview",
+// "SpiderIPPoolList"; "" = every kind again): the per-CRD fuzz targets (api/fuzz) set it once
+// in LLVMFuzzerInitialize.
+void OnlyKind(std::string kind);
+
 }  // namespace spiderpool::api::fuzz

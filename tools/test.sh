@@ -9,6 +9,10 @@
 #   4. the chart, chart-run, image-script and e2e-script checks (charts/spiderpool/tests/check.sh,
 #      charts/spiderpool/tests/run-rendered.sh: the rendered containers started from our
 #      binaries against the loopback API server, images/check.sh, e2e/kind/lint.sh).
+#   5. the fuzz targets' short runs (tools/fuzz.sh all 20: every libFuzzer target for 20 s, two
+#      at a time) in the sanitizer output base right after 2, which already compiled their code;
+#      one counted check per target (a crash prints its reproducer path). Only when the
+#      sanitizers config is among the configs run.
 # 3 and 4 need little CPU and no build: they run in the background during 2.
 # Why the tests run once: a cold run is two full compiles on 2 cores (g++ for the product,
 # clang for the sanitizers), and each costs ~15 minutes; running the tests in the default config
@@ -34,6 +38,8 @@
 #   SPIDERPOOL_BAZEL_DISK_CACHE=<dir>  Bazel's disk cache, shared by all configs and output bases
 #       (default ~/.cache/spiderpool-bazel-disk; empty: none). It makes a rerun on the same
 #       machine cheap even if an output base is gone; it grows without bound: delete it freely.
+#   SPIDERPOOL_FUZZ_SECONDS=20  seconds per fuzz target in step 5 (0: step 5 is skipped and
+#       counted as one skip).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
@@ -303,6 +309,36 @@ collect_checks() {
   done
 }
 
+# The fuzz targets' short runs (step 5): tools/fuzz.sh prints one row per target,
+# `NAME ok|FAIL EXECS ...`; each row is one counted check, and a run that fails without rows
+# (e.g. the build) counts once.
+FUZZ_SECONDS=${SPIDERPOOL_FUZZ_SECONDS:-20}
+run_fuzz() {
+  local log="$LOG_DIR/fuzz.log" name result rest rows=0 rc
+  if [[ $FUZZ_SECONDS == 0 ]]; then
+    skipped=$((skipped + 1))
+    skipped_targets+=("[fuzz] tools/fuzz.sh: SPIDERPOOL_FUZZ_SECONDS=0")
+    return
+  fi
+  echo "=== fuzz: tools/fuzz.sh all $FUZZ_SECONDS"
+  FUZZ_OUT="$LOG_DIR/fuzz" SPIDERPOOL_BAZEL_DISK_CACHE="$DISK_CACHE" \
+    ./tools/fuzz.sh all "$FUZZ_SECONDS" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  while read -r name result rest; do
+    rows=$((rows + 1))
+    if [[ $result == ok ]]; then
+      passed=$((passed + 1))
+    else
+      failed=$((failed + 1))
+      failures+=("[fuzz] $name: crashed or hung, reproducer under $LOG_DIR/fuzz/artifacts (see $log)")
+    fi
+  done < <(grep -E '^[a-z0-9_]+ +(ok|FAIL) ' "$log")
+  if ((rows == 0)); then
+    failed=$((failed + 1))
+    failures+=("[fuzz] tools/fuzz.sh all $FUZZ_SECONDS exited $rc with no result rows (see $log)")
+  fi
+}
+
 configs=${SPIDERPOOL_TEST_CONFIGS:-sanitizers}
 if [[ " $configs " != *" default "* ]]; then
   run_product_build
@@ -313,6 +349,10 @@ for c in $configs; do
   run_bazel_tests "$c"
   phase_done "bazel build + test ($c)"
 done
+if [[ " $configs " == *" sanitizers "* ]]; then
+  run_fuzz
+  phase_done "fuzz short runs (tools/fuzz.sh all $FUZZ_SECONDS)"
+fi
 collect_checks
 phase_done "waiting for the background checks"
 
