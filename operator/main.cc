@@ -35,6 +35,7 @@
 #include "kube/rest/config.h"
 #include "kube/rest/rest_client.h"
 #include "operator/coordinator/controller.h"
+#include "operator/dra/claim_webhook.h"
 #include "operator/ipam/caches.h"
 #include "operator/ipam/gc.h"
 #include "operator/ipam/pool_controller.h"
@@ -68,6 +69,9 @@ ABSL_FLAG(std::string, webhook_cert_dir, "",
           "Secret spiderpool-controller-server-certs, patching the caBundle");
 ABSL_FLAG(bool, webhook_create_configurations, false,
           "create/replace the webhook configurations (setups without the chart: the demo)");
+ABSL_FLAG(bool, dra_claim_webhook, true,
+          "DRA: serve the ResourceClaim webhook adding the SpiderClaimParameter's network as CEL "
+          "selectors, and keep configuration spiderpool-controller-dra's caBundle (operator/dra)");
 ABSL_FLAG(bool, enable_validating_resources_deleted_webhook, false,
           "refuse to delete pools/subnets with allocated IPs (upstream's switch)");
 ABSL_FLAG(bool, pod_resource_inject, false,
@@ -222,6 +226,16 @@ int main(int argc, char** argv) {
     absl::StatusOr<std::unique_ptr<op::webhook::WebhookServer>> webhook =
         op::webhook::WebhookServer::Create(*rest, std::move(wo));
     if (!webhook.ok()) return Fail("webhook server", webhook.status());
+    if (absl::GetFlag(FLAGS_dra_claim_webhook)) {  // DRA: the claim's network as CEL (issue 15)
+      op::dra::ClaimWebhookOptions dra_o{.spiderpool_namespace = ns,
+                                         .sources = op::dra::ApiSources(*rest, &pools)};
+      (*webhook)->server().Mutating(std::string(op::dra::kClaimWebhookPath),
+                                    op::dra::ClaimHandler(std::move(dra_o)));
+      manager.Add(op::dra::ConfigurationSync(
+          *rest, {.service_namespace = ns, .service_name = absl::GetFlag(FLAGS_webhook_service_name),
+                  .create = create_configs},
+          [w = webhook->get()] { return w->ca_bundle_pem(); }));
+    }
     if (manager.health() != nullptr) {
       (void)manager.health()->AddReadyzCheck("webhook", (*webhook)->HealthCheck());
     }

@@ -20,7 +20,8 @@ KUBECTL="$TOOLS/kubectl"
 
 echo "=== building"
 TARGETS=(//kube/testing:loopback-apiserver //agent:spiderpool-agent //agent/cni:spiderpool
-         //agent/coordinator:coordinator //dra/kubeletplugin/testing:kubelet-standin)
+         //agent/coordinator:coordinator //dra/kubeletplugin/testing:kubelet-standin
+         //dra/allocator:dra-allocate)
 HAVE_CONTROLLER=0
 if bazel query --noshow_progress //operator:spiderpool-controller >/dev/null 2>&1; then
   TARGETS+=(//operator:spiderpool-controller)
@@ -297,16 +298,99 @@ echo "=== pod-a pings pod-c over the macvlan network"
 ip netns exec "spd${ID}-pod-a" busybox ping -c 1 -W 2 \
   "$(ip -n "spd${ID}-pod-c" -4 -o addr show dev eth0 | awk '{print $4}' | cut -d/ -f1)" | sed 's/^/    /'
 
-echo "=== DRA: the claim of replica dra-demo-0, from ResourceClaimTemplate macvlan-nic"
-echo "    (the resourceclaim controller's part: create the claim; the scheduler's: allocate a device of node1)"
-k get resourceclaimtemplate macvlan-nic -o json | python3 -c '
+# claim_from_template <claim> <template>: the resourceclaim controller's part (the claim goes
+# through spiderpool-controller's ResourceClaim webhook, which adds the network's selectors).
+claim_from_template() {
+  k get resourceclaimtemplate "$2" -o json | python3 -c '
 import json, sys
 t = json.load(sys.stdin)
 print(json.dumps({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-                  "metadata": {"name": "dra-demo-0-nic", "namespace": "default",
+                  "metadata": {"name": sys.argv[1], "namespace": "default",
                                "annotations": {"resource.kubernetes.io/pod-claim-name": "nic"}},
-                  "spec": t["spec"]["spec"]}))' | k create -f - >/dev/null
-DEVICE=$(first_device node1)
+                  "spec": t["spec"]["spec"]}))' "$1" | k create -f - >/dev/null
+}
+selectors() {  # selectors <claim>: the CEL selectors of its first request
+  k get resourceclaim "$1" -o json | python3 -c '
+import json, sys
+for s in json.load(sys.stdin)["spec"]["devices"]["requests"][0]["exactly"].get("selectors", []):
+    print("      " + s["cel"]["expression"])'
+}
+allocate() {  # allocate <claim>: the scheduler's part (dra/allocator evaluates the CEL)
+  "$BIN/dra/allocator/dra-allocate" --kubeconfig="$KCFG" --namespace=default "$1" | sed 's/^/    /'
+  return "${PIPESTATUS[0]}"
+}
+
+echo "=== DRA: the claim of replica dra-demo-0, from ResourceClaimTemplate macvlan-nic (seed objects, unchanged)"
+echo "    (the resourceclaim controller's part: create the claim; spiderpool-controller's webhook adds"
+echo "     the selectors of SpiderClaimParameter macvlan-claim -> SMC kube-system/macvlan-conf -> its pools)"
+if [[ $HAVE_CONTROLLER != 1 ]]; then echo "demo: the DRA placement needs spiderpool-controller's claim webhook" >&2; exit 1; fi
+wait_for "the ResourceClaim webhook configuration" 30 k get mutatingwebhookconfigurations spiderpool-controller-dra \
+  || { cat "$WORK/controller.log"; exit 1; }
+claim_from_template dra-demo-0-nic macvlan-nic
+selectors dra-demo-0-nic
+echo "=== two more networks: SMC macvlan-node2 (pool ippool-node2, 172.19.0.0/16) and SMC macvlan-nowhere"
+echo "    (pool ippool-nowhere, 10.99.0.0/24, only for a node3 that does not exist)"
+k apply -f - >/dev/null <<'YAML'
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: ippool-nowhere}
+spec: {subnet: 10.99.0.0/24, ips: ["10.99.0.10-10.99.0.19"], nodeName: [node3]}
+---
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderMultusConfig
+metadata: {name: macvlan-node2, namespace: kube-system}
+spec:
+  cniType: macvlan
+  macvlan: {master: [eth0], ippools: {ipv4: [ippool-node2]}}
+---
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderMultusConfig
+metadata: {name: macvlan-nowhere, namespace: kube-system}
+spec:
+  cniType: macvlan
+  macvlan: {master: [eth0], ippools: {ipv4: [ippool-nowhere]}}
+YAML
+for n in node2 nowhere; do
+  k apply -f - >/dev/null <<YAML
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderClaimParameter
+metadata: {name: macvlan-$n, namespace: default}
+spec:
+  defaultNic: {multusName: macvlan-$n, namespace: kube-system}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: macvlan-$n, namespace: default}
+spec:
+  spec:
+    devices:
+      requests: [{name: nic, exactly: {deviceClassName: netresources.spidernet.io}}]
+      config:
+      - requests: [nic]
+        opaque:
+          driver: netresources.spidernet.io
+          parameters: {apiVersion: spiderpool.spidernet.io/v2beta1, kind: SpiderClaimParameter, name: macvlan-$n}
+YAML
+  claim_from_template "demo-$n-nic" "macvlan-$n"
+done
+echo "    claim demo-node2-nic:"; selectors demo-node2-nic
+echo "=== the scheduler's part (dra/allocator: the DeviceClass and request CEL against the ResourceSlices)"
+echo "--- both nodes publish eth0 slots; node1 comes first in name order:"
+echo "    node1: $(slices node1)"; echo "    node2: $(slices node2)"
+allocate dra-demo-0-nic || { echo "demo: the seed claim was not allocated" >&2; exit 1; }
+allocate demo-node2-nic || { echo "demo: the node2 claim was not allocated" >&2; exit 1; }
+set +e
+allocate demo-nowhere-nic
+rc=$?
+set -e
+if [[ $rc != 3 ]]; then echo "demo: the claim for an unserved SMC must stay unallocated (rc $rc)" >&2; exit 1; fi
+NODE_OF() { k get resourceclaim "$1" -o jsonpath='{.status.allocation.devices.results[0].pool}'; }
+[[ $(NODE_OF dra-demo-0-nic) == node1 ]] || { echo "demo: the seed claim is not on node1" >&2; exit 1; }
+[[ $(NODE_OF demo-node2-nic) == node2 ]] || { echo "demo: the node2 claim is not on node2" >&2; exit 1; }
+[[ -z $(NODE_OF demo-nowhere-nic) ]] || { echo "demo: the unserved claim was allocated" >&2; exit 1; }
+echo "    -> dra-demo-0-nic on node1 (SMC macvlan-conf's pool ippool-test), demo-node2-nic on node2,"
+echo "       demo-nowhere-nic stays Pending with the reason above"
+DEVICE=$(k get resourceclaim dra-demo-0-nic -o jsonpath='{.status.allocation.devices.results[0].device}')
 k apply -f - >/dev/null <<YAML
 apiVersion: v1
 kind: Pod
@@ -322,20 +406,9 @@ spec:
 YAML
 POD_UID=$(k get pod dra-demo-0 -o jsonpath='{.metadata.uid}')
 CLAIM_UID=$(k get resourceclaim dra-demo-0-nic -o jsonpath='{.metadata.uid}')
-k get resourceclaim dra-demo-0-nic -o json | python3 -c '
-import json, sys
-c = json.load(sys.stdin)
-cfg = [dict(x, source="FromClaim") for x in c["spec"]["devices"].get("config", [])]
-print(json.dumps({"status": {
-  "allocation": {"devices": {"results": [{"request": "nic", "driver": "netresources.spidernet.io",
-                                          "pool": "node1", "device": sys.argv[1]}],
-                             "config": cfg},
-                 "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
-                     {"key": "metadata.name", "operator": "In", "values": ["node1"]}]}]}},
-  "reservedFor": [{"resource": "pods", "name": "dra-demo-0", "uid": sys.argv[2]}]}}))' \
-  "$DEVICE" "$POD_UID" >"$WORK/allocation.json"
-k patch resourceclaim dra-demo-0-nic --subresource=status --type=merge --patch-file="$WORK/allocation.json" >/dev/null
-echo "    claim dra-demo-0-nic (uid $CLAIM_UID) allocated: pool node1, device $DEVICE"
+k patch resourceclaim dra-demo-0-nic --subresource=status --type=merge \
+  -p "{\"status\": {\"reservedFor\": [{\"resource\": \"pods\", \"name\": \"dra-demo-0\", \"uid\": \"$POD_UID\"}]}}" >/dev/null
+echo "    claim dra-demo-0-nic (uid $CLAIM_UID) allocated: pool node1, device $DEVICE, reserved for pod dra-demo-0"
 echo "=== the kubelet's part: NodePrepareResources over node1's DRA plugin socket (gRPC)"
 CLAIMS+=("default dra-demo-0-nic $CLAIM_UID")
 "$BIN/dra/kubeletplugin/testing/kubelet-standin" --registry-dir="$WORK/node1/plugins_registry" \
