@@ -1,6 +1,7 @@
 #include "kube/testing/apiserver.h"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
 #include <openssl/bio.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
@@ -10,12 +11,14 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <filesystem>
 #include <csignal>
 #include <fstream>
 #include <random>
 #include <thread>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
 #include "base/certs.h"
 #include "base/log.h"
 #include "base/sigpipe.h"
@@ -196,6 +199,7 @@ class LoopbackApiServer::Impl {
     r.content_type = req.get_header_value("Content-Type");
     r.accept = req.get_header_value("Accept");
     r.user = *std::move(user);
+    r.network = true;
     internal::HttpResponse out = core->Handle(r);
     res.status = out.code;
     for (const auto& [k, v] : out.headers) res.set_header(k, v);
@@ -512,6 +516,11 @@ std::vector<Json> LoopbackApiServer::ListObjects(std::string_view group, std::st
   return impl_->core->ListObjects(group, version, plural, ns);
 }
 
+std::vector<std::vector<base::Json>> LoopbackApiServer::ListObjectsAtOnce(
+    const std::vector<ObjectsQuery>& queries) const {
+  return impl_->core->ListObjectsAtOnce(queries);
+}
+
 int64_t LoopbackApiServer::CurrentResourceVersion() const {
   return impl_->core->CurrentResourceVersion();
 }
@@ -537,7 +546,45 @@ RequestCounts LoopbackApiServer::request_counts() const {
   return {.get = get(0), .post = get(1), .put = get(2), .patch = get(3), .delete_ = get(4),
           .other = get(5)};
 }
-void LoopbackApiServer::CloseWatches() { impl_->core->CloseWatches(); }
+void LoopbackApiServer::CloseWatches() {
+  impl_->core->CountWatchClose(static_cast<int64_t>(impl_->core->OpenWatches()));
+  impl_->core->CloseWatches();
+}
+
+void LoopbackApiServer::SetRandomFaults(RandomFaults faults) {
+  impl_->core->SetRandomFaults(std::move(faults));
+}
+
+FaultCounts LoopbackApiServer::fault_counts() const { return impl_->core->fault_counts(); }
+
+int LoopbackApiServer::CutConnections() {
+  // Every socket of this process whose local port is the server's and that is not the
+  // listener is a connection the server accepted (a client's local port is never ours).
+  int cut = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    int fd = -1;
+    if (!absl::SimpleAtoi(entry.path().filename().string(), &fd)) continue;
+    sockaddr_storage addr = {};
+    socklen_t len = sizeof addr;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) continue;
+    int port = 0;
+    if (addr.ss_family == AF_INET) {
+      port = ntohs(reinterpret_cast<const sockaddr_in*>(&addr)->sin_port);
+    } else if (addr.ss_family == AF_INET6) {
+      port = ntohs(reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_port);
+    }
+    if (port != impl_->port) continue;
+    int listening = 0;
+    socklen_t optlen = sizeof listening;
+    if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &optlen) != 0 || listening) {
+      continue;
+    }
+    if (::shutdown(fd, SHUT_RDWR) == 0) ++cut;
+  }
+  impl_->core->CountConnectionCut(cut);
+  return cut;
+}
 void LoopbackApiServer::CompactHistory() { impl_->core->CompactHistory(); }
 
 }  // namespace spiderpool::kube::testing

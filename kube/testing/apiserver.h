@@ -154,10 +154,48 @@ struct FaultMatch {
   std::string name = {};
 };
 
+// One resource of ListObjectsAtOnce; ns empty = all namespaces.
+struct ObjectsQuery {
+  std::string group = {};
+  std::string version = {};
+  std::string plural = {};
+  std::string ns = {};
+};
+
 // Requests the server has answered, by HTTP method (watches are GETs).
 struct RequestCounts {
   int64_t get = 0, post = 0, put = 0, patch = 0, delete_ = 0, other = 0;
   int64_t writes() const { return post + put + patch + delete_; }
+};
+
+// Seeded random faults on requests that come over HTTP (in-process Call() is exempt, so a
+// harness can seed and inspect state undisturbed). Off by default (all rates 0). Each request
+// to a resource draws once: with `conflict_rate` an update/patch answers 409 Conflict (not
+// performed); with `too_many_requests_rate` 429 TooManyRequests + Retry-After
+// `retry_after_seconds`; with `internal_error_rate` 500 InternalError (not performed); with
+// `timeout_rate` a non-watch request IS performed (a write lands), its answer is held for
+// `timeout_delay` and replaced by 504 Timeout, as kube-apiserver's timeout filter does.
+struct RandomFaults {
+  uint64_t seed = 1;
+  FaultMatch match = {};
+  double conflict_rate = 0;
+  double too_many_requests_rate = 0;
+  int retry_after_seconds = 1;
+  double internal_error_rate = 0;
+  double timeout_rate = 0;
+  absl::Duration timeout_delay = absl::Seconds(1);
+};
+
+// Faults injected so far (RandomFaults draws, CloseWatches, CutConnections).
+struct FaultCounts {
+  int64_t conflicts = 0;          // 409
+  int64_t too_many_requests = 0;  // 429
+  int64_t internal_errors = 0;    // 500
+  int64_t timeouts = 0;           // 504 after the request was performed
+  int64_t watch_closes = 0;       // CloseWatches calls
+  int64_t watches_closed = 0;     // streams open when CloseWatches was called
+  int64_t connection_cuts = 0;    // CutConnections calls
+  int64_t connections_cut = 0;    // sockets shut down by them
 };
 
 struct LoopbackOptions {
@@ -260,6 +298,11 @@ class LoopbackApiServer {
   std::vector<base::Json> ListObjects(std::string_view group, std::string_view version,
                                       std::string_view plural, std::string_view ns = "") const;
 
+  // Several ListObjects taken at one instant (one lock): a consistent snapshot across
+  // resources, e.g. pools and endpoints for a checker.
+  std::vector<std::vector<base::Json>> ListObjectsAtOnce(
+      const std::vector<ObjectsQuery>& queries) const;
+
   int64_t CurrentResourceVersion() const;
   // Watch streams registered for events and not closed (by CloseWatches, overflow, timeout or
   // a deleted CRD).
@@ -279,6 +322,13 @@ class LoopbackApiServer {
   RequestCounts request_counts() const;
   // Ends every open watch stream (clients see EOF).
   void CloseWatches();
+  // Random faults (see RandomFaults); all rates 0 = off. Replaces the previous setting.
+  void SetRandomFaults(RandomFaults faults);
+  FaultCounts fault_counts() const;
+  // Shuts down every accepted connection at once, as an apiserver restart looks to clients:
+  // in-flight requests and watch streams end, keep-alive connections are gone; the store and
+  // the listener stay. Returns how many connections were cut.
+  int CutConnections();
   // Forgets watch history and list snapshots: older resourceVersions get 410 on watch and
   // outstanding continue tokens expire.
   void CompactHistory();

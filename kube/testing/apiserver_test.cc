@@ -727,6 +727,85 @@ TEST_F(ApiServerTest, InjectDelay) {
   EXPECT_LT(absl::Now() - start, absl::Milliseconds(300));
 }
 
+TEST_F(ApiServerTest, RandomFaultsSeededCountedAndOnlyOverHttp) {
+  MustCreate(kCmPath, ConfigMap("r"));
+  // 409 only on update/patch.
+  server_->SetRandomFaults({.seed = 7, .conflict_rate = 1.0});
+  EXPECT_EQ(client_->Get(std::string(kCmPath) + "/r").status, 200) << "no 409 on reads";
+  HttpResult c = client_->Get(std::string(kCmPath) + "/r");
+  HttpResult u = client_->Put(std::string(kCmPath) + "/r", c.body);
+  EXPECT_EQ(u.status, 409);
+  EXPECT_EQ(u.body["reason"], "Conflict");
+  EXPECT_EQ(server_->Call("GET", std::string(kCmPath) + "/r").code, 200) << "Call is exempt";
+
+  server_->SetRandomFaults({.seed = 7, .too_many_requests_rate = 1.0, .retry_after_seconds = 2});
+  HttpResult t = client_->Get(kCmPath);
+  EXPECT_EQ(t.status, 429);
+  EXPECT_EQ(t.Header("Retry-After"), "2");
+  server_->SetRandomFaults({.seed = 7, .internal_error_rate = 1.0});
+  EXPECT_EQ(client_->Post(kCmPath, ConfigMap("not-created")).status, 500);
+  server_->SetRandomFaults({});
+  EXPECT_EQ(client_->Get(std::string(kCmPath) + "/not-created").status, 404);
+
+  // A timeout is performed, then answered 504 after the hold.
+  server_->SetRandomFaults(
+      {.seed = 7, .timeout_rate = 1.0, .timeout_delay = absl::Milliseconds(200)});
+  const absl::Time start = absl::Now();
+  HttpResult to = client_->Post(kCmPath, ConfigMap("created-anyway"));
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(200));
+  EXPECT_EQ(to.status, 504);
+  EXPECT_EQ(to.body["reason"], "Timeout");
+  server_->SetRandomFaults({});
+  EXPECT_EQ(client_->Get(std::string(kCmPath) + "/created-anyway").status, 200);
+
+  FaultCounts n = server_->fault_counts();
+  EXPECT_EQ(n.conflicts, 1);
+  EXPECT_EQ(n.too_many_requests, 1);
+  EXPECT_EQ(n.internal_errors, 1);
+  EXPECT_EQ(n.timeouts, 1);
+
+  // The same seed draws the same sequence.
+  auto draws = [&] {
+    server_->SetRandomFaults({.seed = 42, .internal_error_rate = 0.5});
+    std::string out;
+    for (int i = 0; i < 12; ++i) out += client_->Get(kCmPath).status == 500 ? 'x' : '.';
+    return out;
+  };
+  const std::string first = draws();
+  EXPECT_EQ(draws(), first);
+  EXPECT_NE(first.find('x'), std::string::npos);
+  EXPECT_NE(first.find('.'), std::string::npos);
+}
+
+TEST_F(ApiServerTest, CutConnectionsEndsWatchesAndKeepAlives) {
+  WatchReader w(*client_, std::string(kCmPath) + "?watch=true");
+  ASSERT_TRUE(server_->WaitForWatches(1));
+  auto keep_alive = client_->NewClient();
+  keep_alive->set_keep_alive(true);
+  ASSERT_TRUE(keep_alive->Get("/version"));
+  const int cut = server_->CutConnections();
+  EXPECT_GE(cut, 2);  // the watch and the keep-alive connection
+  EXPECT_TRUE(w.WaitEnded());
+  EXPECT_EQ(server_->fault_counts().connection_cuts, 1);
+  EXPECT_EQ(server_->fault_counts().connections_cut, cut);
+  // The listener stays: new connections work, the store is kept.
+  MustCreate(kCmPath, ConfigMap("after-cut"));
+  server_->CloseWatches();
+  EXPECT_EQ(server_->fault_counts().watch_closes, 1);
+}
+
+TEST_F(ApiServerTest, ListObjectsAtOnce) {
+  MustCreate(kCmPath, ConfigMap("one"));
+  auto lists = server_->ListObjectsAtOnce(
+      {{"", "v1", "configmaps", "default"}, {"", "v1", "namespaces", ""}, {"", "v1", "nope", ""}});
+  ASSERT_EQ(lists.size(), 3u);
+  std::vector<std::string> cms;
+  for (const Json& cm : lists[0]) cms.push_back(cm["metadata"]["name"].get<std::string>());
+  EXPECT_THAT(cms, ::testing::Contains("one"));
+  EXPECT_FALSE(lists[1].empty());
+  EXPECT_TRUE(lists[2].empty());
+}
+
 // ---- admission seam ----
 
 class TestAdmission : public Admission {

@@ -234,6 +234,21 @@ void Core::SetAdmission(std::shared_ptr<Admission> admission) {
 std::vector<Json> Core::ListObjects(std::string_view group, std::string_view version,
                                     std::string_view plural, std::string_view ns) const {
   std::lock_guard<std::mutex> l(mu_);
+  return ListObjectsLocked(group, version, plural, ns);
+}
+
+std::vector<std::vector<Json>> Core::ListObjectsAtOnce(
+    const std::vector<ObjectsQuery>& queries) const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<std::vector<Json>> out;
+  for (const ObjectsQuery& q : queries) {
+    out.push_back(ListObjectsLocked(q.group, q.version, q.plural, q.ns));
+  }
+  return out;
+}
+
+std::vector<Json> Core::ListObjectsLocked(std::string_view group, std::string_view version,
+                                          std::string_view plural, std::string_view ns) const {
   std::vector<Json> out;
   const ResourceState* rs = FindLocked(group, plural);
   if (!rs || !rs->versions.count(std::string(version))) return out;
@@ -578,6 +593,58 @@ void Core::ClearFaults() {
   faults_.clear();
 }
 
+void Core::SetRandomFaults(RandomFaults faults) {
+  std::lock_guard<std::mutex> l(faults_mu_);
+  fault_rng_.seed(faults.seed);
+  random_faults_ = std::move(faults);
+}
+
+FaultCounts Core::fault_counts() const {
+  std::lock_guard<std::mutex> l(faults_mu_);
+  return fault_counts_;
+}
+
+void Core::CountWatchClose(int64_t streams) {
+  std::lock_guard<std::mutex> l(faults_mu_);
+  ++fault_counts_.watch_closes;
+  fault_counts_.watches_closed += streams;
+}
+
+void Core::CountConnectionCut(int64_t sockets) {
+  std::lock_guard<std::mutex> l(faults_mu_);
+  ++fault_counts_.connection_cuts;
+  fault_counts_.connections_cut += sockets;
+}
+
+int Core::DrawRandomFault(const Target& t, std::string_view verb) {
+  std::lock_guard<std::mutex> l(faults_mu_);
+  const RandomFaults& f = random_faults_;
+  if (f.conflict_rate <= 0 && f.too_many_requests_rate <= 0 && f.internal_error_rate <= 0 &&
+      f.timeout_rate <= 0) {
+    return 0;
+  }
+  if (!FaultMatches(f.match, verb, t.plural, t.sub, t.ns, t.name)) return 0;
+  double x = std::uniform_real_distribution<double>(0, 1)(fault_rng_);
+  const bool write = verb == "update" || verb == "patch";
+  if (write && (x -= f.conflict_rate) < 0) {
+    ++fault_counts_.conflicts;
+    return 409;
+  }
+  if ((x -= f.too_many_requests_rate) < 0) {
+    ++fault_counts_.too_many_requests;
+    return 429;
+  }
+  if ((x -= f.internal_error_rate) < 0) {
+    ++fault_counts_.internal_errors;
+    return 500;
+  }
+  if (verb != "watch" && (x -= f.timeout_rate) < 0) {
+    ++fault_counts_.timeouts;
+    return 504;
+  }
+  return 0;
+}
+
 std::optional<ApiStatus> Core::TakeFault(const Target& t, std::string_view verb,
                                          absl::Duration* delay) {
   std::lock_guard<std::mutex> l(faults_mu_);
@@ -709,10 +776,38 @@ HttpResponse Core::Dispatch(const HttpRequest& req) {
     resolve_error = ResolveLocked(&t);
   }
 
-  absl::Duration delay;
-  std::optional<ApiStatus> fault = TakeFault(t, verb, &delay);
-  if (delay > absl::ZeroDuration()) absl::SleepFor(delay);
-  if (fault) return StatusResp(*fault);
+  if (!req.faults_taken) {
+    absl::Duration delay;
+    std::optional<ApiStatus> fault = TakeFault(t, verb, &delay);
+    if (delay > absl::ZeroDuration()) absl::SleepFor(delay);
+    if (fault) return StatusResp(*fault);
+  }
+  if (req.network && !req.faults_taken && t.kind == Target::kResource && !resolve_error) {
+    const int code = DrawRandomFault(t, verb);
+    if (code == 504) {
+      // Performed, then the answer is lost: kube-apiserver's timeout filter.
+      HttpRequest performed = req;
+      performed.faults_taken = true;
+      (void)Handle(performed);
+      absl::Duration hold;
+      {
+        std::lock_guard<std::mutex> l(faults_mu_);
+        hold = random_faults_.timeout_delay;
+      }
+      absl::SleepFor(hold);
+      return StatusResp(TimeoutStatus(
+          "Timeout: request did not complete within requested timeout - context deadline "
+          "exceeded"));
+    }
+    if (code != 0) {
+      int retry_after = 0;
+      if (code == 429) {
+        std::lock_guard<std::mutex> l(faults_mu_);
+        retry_after = random_faults_.retry_after_seconds;
+      }
+      return StatusResp(StatusForCode(code, t.group, t.plural, t.name, retry_after));
+    }
+  }
 
   switch (t.kind) {
     case Target::kNotFound:

@@ -40,6 +40,8 @@ struct HttpRequest {
   std::string content_type;
   std::string accept;  // Accept header (Table negotiation)
   UserInfo user;
+  bool network = false;       // came over HTTP (RandomFaults apply)
+  bool faults_taken = false;  // faults already drawn for this request (a held timeout)
 };
 
 class Watcher;
@@ -149,6 +151,8 @@ class Core {
   void SetAdmission(std::shared_ptr<Admission> admission);
   std::vector<base::Json> ListObjects(std::string_view group, std::string_view version,
                                       std::string_view plural, std::string_view ns) const;
+  std::vector<std::vector<base::Json>> ListObjectsAtOnce(
+      const std::vector<ObjectsQuery>& queries) const;
   int64_t CurrentResourceVersion() const;
 
   // Watch bookkeeping for the HTTP layer.
@@ -184,6 +188,10 @@ class Core {
   void InjectDelay(absl::Duration delay, FaultMatch match);
   void FailNext(int n, int http_code, FaultMatch match, int retry_after_seconds);
   void ClearFaults();
+  void SetRandomFaults(RandomFaults faults);
+  FaultCounts fault_counts() const;
+  void CountWatchClose(int64_t streams);
+  void CountConnectionCut(int64_t sockets);
 
  private:
   struct VersionState {
@@ -251,6 +259,8 @@ class Core {
   const ResourceState* FindLocked(std::string_view group, std::string_view plural) const;
   std::optional<ApiStatus> ResolveLocked(Target* t);
   int64_t NextRvLocked() { return ++rv_; }
+  std::vector<base::Json> ListObjectsLocked(std::string_view group, std::string_view version,
+                                            std::string_view plural, std::string_view ns) const;
   size_t CountOpenLocked() const;  // registered watchers that are not closed
   StoredPtr MakeStored(base::Json obj, std::string key, int64_t rv) const;
   void EmitLocked(ResourceState& rs, std::string type, StoredPtr obj, StoredPtr prev);
@@ -295,8 +305,14 @@ class Core {
 
   EventHook event_hook_;                                // guarded by mu_
 
-  std::mutex faults_mu_;
+  // Draws the random fault of one network request: 0 none, else 409/429/500/504.
+  int DrawRandomFault(const Target& t, std::string_view verb);
+
+  mutable std::mutex faults_mu_;
   std::vector<Fault> faults_;  // guarded by faults_mu_
+  RandomFaults random_faults_;        // guarded by faults_mu_
+  std::mt19937_64 fault_rng_;         // guarded by faults_mu_
+  FaultCounts fault_counts_;          // guarded by faults_mu_
 };
 
 }  // namespace spiderpool::kube::testing::internal
