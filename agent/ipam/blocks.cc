@@ -379,11 +379,22 @@ absl::Duration NodeBlocks::YieldPause() {
 }
 
 void NodeBlocks::Loop(std::stop_token stop) {
+  absl::Time next_recovery = absl::InfinitePast();
   while (!stop.stop_requested()) {
     std::vector<std::pair<std::string, SyncWhat>> due;
     absl::Time next = absl::InfiniteFuture();
+    // Pools to recover without waiting for an ADD (a restarted agent's reservations).
+    std::vector<std::string> known;
+    if (hooks_.pools && clock_->Now() >= next_recovery) {
+      known = hooks_.pools();
+      next_recovery = clock_->Now() + absl::Seconds(1);
+    }
     {
       absl::MutexLock l(&mu_);
+      for (const std::string& pool : known) {
+        if (!blocks_.count(pool)) BlockLocked(pool);
+      }
+      if (hooks_.pools && known.empty()) next = next_recovery;  // caches not synced yet
       const absl::Time now = clock_->Now();
       for (auto& [pool, b] : blocks_) {
         if (now < b.retry_at) {  // stepped back after a lost race

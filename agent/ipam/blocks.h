@@ -31,7 +31,9 @@
 //      retrying together with the other losers; ADDs never do.
 //   4. A restarted agent rebuilds its state from the pool (its reservations) and this node's
 //      SpiderEndpoints (which reservations are pods'), so nothing handed out is lost; a
-//      deleted node's reservations are freed by the controller's GC.
+//      deleted node's reservations are freed by the controller's GC. The keeper does this for
+//      every pool of Hooks::pools as soon as the caches have synced, so what no pod holds goes
+//      back after `idle_release` even if no pod starts here (found by bench/chaos).
 //
 // Every change of the pool status still goes through the GroupCommitter (and therefore the
 // API server's resourceVersion check): reservations only move WHEN the write happens.
@@ -88,6 +90,11 @@ class NodeBlocks {
     // Optional demand hint: the UIDs of the pods scheduled to this node that have no
     // SpiderEndpoint yet (their ADD is still to come). nullptr: unknown.
     std::function<std::set<std::string>()> waiting_pods;
+    // Optional: the pools whose reservations the keeper recovers without waiting for an ADD,
+    // i.e. the names of the cached pools once every cache (endpoints included) has synced;
+    // empty before. nullptr: a pool's reservations are recovered at its first ADD only, so a
+    // restarted agent whose node starts no pod would keep them reserved for ever.
+    std::function<std::vector<std::string>()> pools;
   };
 
   NodeBlocks(std::string node, BlockOptions options, PoolCommitter* committer, Hooks hooks,

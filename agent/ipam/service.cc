@@ -113,7 +113,16 @@ IpamService::IpamService(std::shared_ptr<kube::RestClient> rest, ServiceOptions 
                },
                .endpoint_ips = [this](const std::string& pool) { return EndpointIPs(pool); },
                .build = [this](const api::SpiderIPPool& pool) { return BuildPool(pool); },
-               .waiting_pods = [this] { return WaitingPods(); }},
+               .waiting_pods = [this] { return WaitingPods(); },
+               .pools = [this] {
+                 // Only once every cache has synced: recovery needs this node's endpoints.
+                 std::vector<std::string> names;
+                 if (!Ready()) return names;
+                 for (const auto& p : pool_informer_.store().List()) {
+                   names.push_back(p->metadata.name);
+                 }
+                 return names;
+               }},
               clock_),
       pods_(rest),
       endpoints_(rest),
