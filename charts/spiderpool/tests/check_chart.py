@@ -548,6 +548,24 @@ def check_dra(r, case):
     binding = r.one("ValidatingAdmissionPolicyBinding")
     expect(binding["spec"]["policyName"] == vap["metadata"]["name"] and binding["spec"]["validationActions"] == ["Deny"],
            "VAP binding")
+    check_dra_claim_webhook(r)
+
+
+def check_dra_claim_webhook(r):
+    # operator/dra: the ResourceClaim webhook, as operator/dra/claim_webhook.h registers it.
+    mwc = r.one("MutatingWebhookConfiguration", "spiderpool-controller-dra")
+    hooks = mwc["webhooks"]
+    expect([h["name"] for h in hooks] == ["resourceclaim.spiderpool.spidernet.io"], f"DRA webhooks {hooks}")
+    h = hooks[0]
+    svc = h["clientConfig"]["service"]
+    expect(svc["name"] == "spiderpool-controller" and svc["namespace"] == r.ns and
+           svc["path"] == "/mutate-resource-k8s-io-v1-resourceclaim", f"DRA webhook service {svc}")
+    expect(h["rules"] == [{"apiGroups": ["resource.k8s.io"], "apiVersions": ["v1"], "operations": ["CREATE"],
+                           "resources": ["resourceclaims"]}], f"DRA webhook rules {h['rules']}")
+    expect(h["failurePolicy"] == "Fail" and h["sideEffects"] == "None", "DRA webhook policies")
+    role = r.one("ClusterRole", "spiderpool-controller-dra")
+    expect(any(x.get("resourceNames") == ["spiderpool-controller-dra"] and "update" in x["verbs"]
+               for x in role["rules"]), "controller may not keep spiderpool-controller-dra's caBundle")
 
 
 def check_defaults(r, case):
@@ -590,9 +608,13 @@ CASES = [
     ("default", {}, {}),
     ("dra", {"dra": {"enabled": True}}, {"dra": True, "api": [VAP_API]}),
     ("dra-cdi-rdma-nics", {"dra": {"enabled": True, "cdiVersion": "0.6.0", "rdmaLibraryPath": "/usr/lib/librdma.so",
-                                   "nicInclude": ["eth*"], "nicExclude": ["veth*", "cali*"]}},
+                                   "nicInclude": ["eth*"], "nicExclude": ["veth*", "cali*"],
+                                   "declaredSubnets": {"eth1": ["10.7.0.0/24", "fd00:7::/64"]},
+                                   "resourceNames": {"ens1f0": "spidernet.io/sriov_a"}}},
      {"dra": True, "api": [VAP_API], "flags": {"dra-cdi-version": "0.6.0", "dra-rdma-library": "/usr/lib/librdma.so",
-                                               "nic-include": "eth*", "nic-exclude": "veth*,cali*"}}),
+                                               "nic-include": "eth*", "nic-exclude": "veth*,cali*",
+                                               "dra-declared-subnets": "eth1=10.7.0.0/24,eth1=fd00:7::/64",
+                                               "dra-resource-names": "ens1f0=spidernet.io/sriov_a"}}),
     ("dra-v1beta1-no-vap", {"dra": {"enabled": True, "resourceApiVersion": "resource.k8s.io/v1beta1"}},
      {"dra": True, "vap": False, "resource_api": "resource.k8s.io/v1beta1", "kube_version": "1.32.0"}),
     ("dra-no-seamless-upgrade", {"dra": {"enabled": True, "seamlessUpgrade": False}},
