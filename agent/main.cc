@@ -55,6 +55,7 @@
 #include "kube/rest/rest_client.h"
 
 #ifdef SPIDERPOOL_AGENT_DRA
+#include "agent/dra/network_data.h"
 #include "agent/dra/node_devices.h"
 #include "dra/driver/driver.h"
 #include "dra/kubeletplugin/plugin.h"
@@ -77,6 +78,8 @@ ABSL_FLAG(std::string, dra_cdi_dir, "/var/run/cdi", "where CDI spec files of pre
 ABSL_FLAG(std::string, dra_cdi_version, "", "highest cdiVersion written unless a SpiderClaimParameter pins one (\"\" = 0.5.0)");
 ABSL_FLAG(std::string, dra_rdma_library, "", "host path of the RDMA library mounted for rdmaAcc claims");
 ABSL_FLAG(int, dra_slots_per_nic, 32, "devices (pods) published per NIC, capped by the free IPs of its pools");
+ABSL_FLAG(std::string, dra_declared_subnets, "", "subnets of NICs without a host address in them: eth1=10.7.0.0/24,eth1=fd00:7::/64,...");
+ABSL_FLAG(std::string, dra_resource_names, "", "k8s.cni.cncf.io/resourceName per NIC (SR-IOV device plugin resources): ens1f0=spidernet.io/sriov_a,...");
 ABSL_FLAG(int, dra_health_port, 5713, "TCP port of the gRPC health service of the DRA plugin (-1 = off)");
 ABSL_FLAG(std::string, kubelet_registry_dir, "/var/lib/kubelet/plugins_registry", "kubelet plugin registration directory");
 ABSL_FLAG(std::string, kubelet_plugins_dir, "/var/lib/kubelet/plugins", "kubelet plugins directory (the DRA socket goes in <dir>/<driver>)");
@@ -127,6 +130,12 @@ class NodePlugins {
       o.model.slots_per_nic = absl::GetFlag(FLAGS_dra_slots_per_nic);
       o.model.include_interfaces = Globs(absl::GetFlag(FLAGS_nic_include));
       o.model.exclude_interfaces = Globs(absl::GetFlag(FLAGS_nic_exclude));
+      flag_error_ = agent::dra::ParseDeclaredSubnets(absl::GetFlag(FLAGS_dra_declared_subnets),
+                                                     &o.model.declared_subnets);
+      if (flag_error_.ok()) {
+        flag_error_ = agent::dra::ParseResourceNames(absl::GetFlag(FLAGS_dra_resource_names),
+                                                     &o.model.resource_names);
+      }
       o.device_plugin_options.kubelet_dir = absl::GetFlag(FLAGS_kubelet_device_plugins_dir);
       o.device_plugin_options.rules = {.include = o.model.include_interfaces,
                                        .exclude = o.model.exclude_interfaces};
@@ -166,6 +175,10 @@ class NodePlugins {
           .KV("error", v.status().ToString());
     }
     claim_driver_ = std::make_unique<dra::driver::NetDriver>(rest, d);
+    // status.devices[].networkData from this node's SpiderEndpoints (the IPAM results).
+    network_data_ = std::make_unique<agent::dra::NetworkDataReporter>(
+        rest, claim_driver_.get(), agent::dra::NetworkDataOptions{.node_name = node, .driver = driver_name},
+        [d = devices_.get()] { return d != nullptr ? d->devices() : std::vector<api::Device>{}; });
     plugin_ = std::make_unique<dra::kubeletplugin::Plugin>(
         dra::kubeletplugin::PluginOptions{.driver_name = driver_name,
                                           .registry_dir = absl::GetFlag(FLAGS_kubelet_registry_dir),
@@ -179,6 +192,7 @@ class NodePlugins {
 
   // 0, or main's exit code after printing why.
   int Start() {
+    if (!flag_error_.ok()) return Fail("flags", flag_error_);
     if (devices_) {
       if (absl::Status s = devices_->Start(); !s.ok()) return Fail("NIC discovery", s);
     }
@@ -188,6 +202,7 @@ class NodePlugins {
         SP_LOG(Warning).Msg("DRA checkpoint recovery").KV("error", s.ToString());
       }
       if (absl::Status s = plugin_->Start(); !s.ok()) return Fail("DRA kubelet plugin", s);
+      network_data_->Start();
       std::cout << "dra_registration_socket=" << plugin_->sockets().registration << "\n"
                 << "dra_socket=" << plugin_->sockets().dra << "\n";
       if (plugin_->health_port() > 0) {
@@ -201,13 +216,16 @@ class NodePlugins {
   // waits) before anything it may call is torn down.
   void Stop() {
     if (plugin_) plugin_->Stop();
+    if (network_data_) network_data_->Stop();
     if (devices_) devices_->Stop();
   }
 
  private:
   dra::kubeletplugin::DeviceHealthFeed device_health_;  // before its users: outlives them
+  absl::Status flag_error_;  // --dra-declared-subnets / --dra-resource-names
   std::unique_ptr<agent::dra::NodeDevices> devices_;
   std::unique_ptr<dra::driver::NetDriver> claim_driver_;
+  std::unique_ptr<agent::dra::NetworkDataReporter> network_data_;  // uses claim_driver_
   std::unique_ptr<dra::kubeletplugin::Plugin> plugin_;
 };
 

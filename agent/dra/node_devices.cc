@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "base/ip.h"
 #include "ipam/pool.h"
 #include "ipam/selection.h"
@@ -68,9 +70,52 @@ std::vector<rs::PoolCapacity> PoolCapacities(
     out.push_back({.subnet = *subnet,
                    .free_ips = std::max<int64_t>(0, FreeIPs(*p)) +
                                UnusedReservations(*p, node_name, handed_out),
-                   .name = p->metadata.name});
+                   .name = p->metadata.name,
+                   // Admitted above: a nodeName list or a nodeAffinity that names this node.
+                   .selects_node = !spec.node_name.empty() || spec.node_affinity.has_value()});
   }
   return out;
+}
+
+namespace {
+
+absl::Status ParseNicEntries(std::string_view flag, std::string_view value,
+                             const std::function<absl::Status(std::string, std::string)>& put) {
+  for (absl::string_view raw :
+       absl::StrSplit(absl::string_view(value.data(), value.size()), ',', absl::SkipWhitespace())) {
+    absl::string_view entry = absl::StripAsciiWhitespace(raw);
+    const size_t eq = entry.find('=');
+    if (eq == absl::string_view::npos || eq == 0 || eq + 1 == entry.size()) {
+      return absl::InvalidArgumentError(base::StrCat("--", flag, ": \"", std::string(entry),
+                                                     "\": want <nic>=<value>"));
+    }
+    absl::Status s = put(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
+    if (!s.ok()) {
+      return absl::InvalidArgumentError(base::StrCat("--", flag, ": \"", std::string(entry), "\": ",
+                                                     base::FromAbsl(s.message())));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ParseDeclaredSubnets(std::string_view value,
+                                  std::map<std::string, std::vector<base::IPPrefix>>* out) {
+  return ParseNicEntries("dra-declared-subnets", value, [out](std::string nic, std::string v) {
+    absl::StatusOr<base::IPPrefix> p = base::IPPrefix::Parse(v);
+    if (!p.ok()) return p.status();
+    (*out)[nic].push_back(p->Canonical());
+    return absl::OkStatus();
+  });
+}
+
+absl::Status ParseResourceNames(std::string_view value, std::map<std::string, std::string>* out) {
+  return ParseNicEntries("dra-resource-names", value, [out](std::string nic, std::string v) {
+    if (out->contains(nic)) return absl::InvalidArgumentError("one resourceName per NIC");
+    (*out)[nic] = std::move(v);
+    return absl::OkStatus();
+  });
 }
 
 NodeDevices::NodeDevices(std::shared_ptr<kube::RestClient> rest, NodeDevicesOptions options,
@@ -196,6 +241,15 @@ void NodeDevices::PublishLoop(std::stop_token stop) {
       cv_.notify_all();
       continue;
     }
+    if (const absl::Time next = last_write_time_ + options_.min_publish_interval; absl::Now() < next) {
+      // Too soon after the last write: wait out the interval (changes meanwhile only set
+      // dirty_), then publish the latest state.
+      cv_.wait_for(lock, stop, absl::ToChronoMilliseconds(next - absl::Now()), [] { return false; });
+      if (stop.stop_requested()) return;
+      dirty_ = true;
+      publishing_ = false;
+      continue;
+    }
     lock.unlock();
     absl::StatusOr<rs::PublishResult> r = publisher_->Publish(devices);
     lock.lock();
@@ -208,6 +262,8 @@ void NodeDevices::PublishLoop(std::stop_token stop) {
       last_publish_time_ = absl::Now();
       if (published_devices_ != nullptr) published_devices_->Set(r->devices);
       if (r->changed) {
+        last_write_time_ = absl::Now();
+        ++writes_;
         SP_LOG(Info).Msg("ResourceSlices published").KV("devices", r->devices)
             .KV("slices", r->slices).KV("generation", r->generation).KV("api", r->api_version);
       }
@@ -261,6 +317,16 @@ bool NodeDevices::WaitIdle(absl::Duration timeout) {
 std::vector<nic::Nic> NodeDevices::nics() const {
   std::lock_guard lock(mu_);
   return nics_.value_or(std::vector<nic::Nic>{});
+}
+
+int64_t NodeDevices::slice_writes() const {
+  std::lock_guard lock(mu_);
+  return writes_;
+}
+
+std::vector<api::Device> NodeDevices::devices() const {
+  std::lock_guard lock(mu_);
+  return last_devices_.value_or(std::vector<api::Device>{});
 }
 
 std::optional<rs::PublishResult> NodeDevices::last_publish() const {

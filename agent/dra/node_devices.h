@@ -59,6 +59,13 @@ std::vector<rs::PoolCapacity> PoolCapacities(
     const std::string& node_name, const api::Labels& node_labels,
     const HandedOutFn& handed_out = nullptr);
 
+// Agent flags --dra-declared-subnets / --dra-resource-names: comma-separated "<nic>=<value>"
+// entries ("eth1=10.7.0.0/24,eth1=fd00:7::/64,eth2=10.8.0.0/24"; a NIC may repeat for the
+// declared subnets). InvalidArgument naming the flag and the entry on a malformed one.
+absl::Status ParseDeclaredSubnets(std::string_view flag_value,
+                                  std::map<std::string, std::vector<base::IPPrefix>>* out);
+absl::Status ParseResourceNames(std::string_view flag_value, std::map<std::string, std::string>* out);
+
 struct NodeDevicesOptions {
   std::string node_name;
   std::string netns_path;  // "" = the agent's own network namespace
@@ -74,6 +81,11 @@ struct NodeDevicesOptions {
   // pool status write during an IPAM storm) unless this long has passed: the periodic
   // re-publish repairs slices someone else changed or deleted.
   absl::Duration resync_interval = absl::Minutes(5);
+  // Slice churn bound: a publish that would write follows the previous write by at least this
+  // long; the changes of that window are coalesced into one write (the latest NICs + pools).
+  // During an IPAM storm near a pool's exhaustion every ADD changes the slot count; this keeps
+  // it to one ResourceSlice write per node per interval. Zero = no bound (tests).
+  absl::Duration min_publish_interval = absl::Seconds(2);
   absl::Duration min_backoff = absl::Seconds(1);
   absl::Duration max_backoff = absl::Seconds(30);
   kube::metrics::Registry* registry = nullptr;
@@ -101,6 +113,10 @@ class NodeDevices {
   bool WaitIdle(absl::Duration timeout);
   std::vector<::spiderpool::dra::nic::Nic> nics() const;
   std::optional<rs::PublishResult> last_publish() const;
+  // Publishes that wrote to the API server since Start (the churn the bench reports).
+  int64_t slice_writes() const;
+  // The devices of the last successful publish (empty before one).
+  std::vector<api::Device> devices() const;
 
  private:
   void WatchLoop(std::stop_token stop);
@@ -126,6 +142,8 @@ class NodeDevices {
   absl::Time last_publish_time_;
   kube::metrics::Gauge* published_devices_ = nullptr;
   kube::metrics::Counter* publish_failures_ = nullptr;
+  absl::Time last_write_time_ = absl::InfinitePast();  // of the last publish that wrote
+  int64_t writes_ = 0;
 
   // Touched only by the publish thread: every device published since start -> its NIC, and
   // its last health with the time it was determined.

@@ -65,9 +65,33 @@ TEST(PoolCapacities, FiltersByNodeAndCountsFree) {
   EXPECT_EQ(got[1].name, "b");
   EXPECT_EQ(got[1].free_ips, 1);
 
+  EXPECT_FALSE(got[0].selects_node);  // admits every node
   got = PoolCapacities({affinity}, "node1", {{"zone", "a"}});
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].free_ips, 1);
+  EXPECT_TRUE(got[0].selects_node);  // names the node through its affinity
+  other->spec.node_name = {"node2", "node1"};
+  got = PoolCapacities({other}, "node1", {});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(got[0].selects_node);
+}
+
+TEST(Flags, DeclaredSubnetsAndResourceNames) {
+  std::map<std::string, std::vector<base::IPPrefix>> subnets;
+  ASSERT_TRUE(ParseDeclaredSubnets("eth1=10.7.0.9/24, eth1=fd00:7::/64,eth2=10.8.0.0/24", &subnets).ok());
+  ASSERT_EQ(subnets.size(), 2u);
+  ASSERT_EQ(subnets["eth1"].size(), 2u);
+  EXPECT_EQ(subnets["eth1"][0].ToString(), "10.7.0.0/24");
+  EXPECT_EQ(subnets["eth2"][0].ToString(), "10.8.0.0/24");
+  absl::Status bad = ParseDeclaredSubnets("eth1=10.7.0.0/33", &subnets);
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("--dra-declared-subnets: \"eth1=10.7.0.0/33\""), std::string::npos);
+  EXPECT_FALSE(ParseDeclaredSubnets("eth1", &subnets).ok());
+  std::map<std::string, std::string> names;
+  ASSERT_TRUE(ParseResourceNames("ens1f0=spidernet.io/sriov_a", &names).ok());
+  EXPECT_EQ(names["ens1f0"], "spidernet.io/sriov_a");
+  EXPECT_FALSE(ParseResourceNames("ens1f0=x,ens1f0=y", &names).ok());
+  EXPECT_FALSE(ParseResourceNames("=x", &names).ok());
 }
 
 // This node's reservations in the pool status count as free for it unless handed to a pod;
@@ -126,6 +150,7 @@ class NodeDevicesTest : public ::testing::Test {
     o.model.include_interfaces = {"nic*"};
     o.model.slots_per_nic = 8;
     o.min_backoff = absl::Milliseconds(10);
+    o.min_publish_interval = min_publish_interval_;
     devices_ = std::make_unique<NodeDevices>(cluster_->rest(), o, [this] {
       std::lock_guard lock(mu_);
       return pools_;
@@ -173,6 +198,7 @@ class NodeDevicesTest : public ::testing::Test {
   std::mutex mu_;
   std::vector<rs::PoolCapacity> pools_;
   std::unique_ptr<NodeDevices> devices_;
+  absl::Duration min_publish_interval_ = absl::ZeroDuration();
 };
 
 TEST_F(NodeDevicesTest, PublishesSlotsForNicWithFreePoolAndFollowsChanges) {
@@ -292,6 +318,32 @@ TEST_F(NodeDevicesTest, HealthStreamFollowsTheNicLinkState) {
   EXPECT_EQ(AwaitDevices(0).size(), 0u) << "a down NIC publishes no devices";
   plugin.Stop();
   std::filesystem::remove_all(dir);
+}
+
+// Issue 15 point 7: an IPAM storm near exhaustion changes the slot count on every ADD; the
+// slices are written at most once per min_publish_interval, with the latest state.
+TEST_F(NodeDevicesTest, ChurnIsBoundedToOneWritePerInterval) {
+  {
+    std::lock_guard lock(mu_);
+    pools_ = {{.subnet = *base::IPPrefix::Parse("10.77.0.0/24"), .free_ips = 8, .name = "p"}};
+  }
+  min_publish_interval_ = absl::Seconds(1);
+  StartDevices(/*publish=*/true);
+  ASSERT_EQ(AwaitDevices(8).size(), 8u);
+  const int64_t before = devices_->slice_writes();
+  const absl::Time start = absl::Now();
+  for (int free = 7; free >= 1; --free) {  // 7 ADDs within ~0.35 s: 7 different slot counts
+    SetFree(free);
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  ASSERT_EQ(AwaitDevices(1).size(), 1u);  // the latest state arrives
+  ASSERT_TRUE(devices_->WaitIdle(absl::Seconds(30)));
+  const absl::Duration took = absl::Now() - start;
+  const int64_t writes = devices_->slice_writes() - before;
+  EXPECT_GE(writes, 1);
+  // One write per started interval at most (+1 for the interval already running at the start).
+  EXPECT_LE(writes, 1 + static_cast<int64_t>(absl::ToDoubleSeconds(took))) << "took " << took;
+  EXPECT_LT(writes, 7);
 }
 
 TEST_F(NodeDevicesTest, UnchangedDevicesCauseNoApiCalls) {

@@ -192,7 +192,7 @@ void NetDriver::RecordPrepareFailure(const ClaimRef& ref, const PrepareFailure& 
                          .api_version = "v1"});
     }
   }
-  if (targets.empty()) {  // no pod known: the claim itself (the UID the kubelet asked for)
+  {  // and the claim itself (the UID the kubelet asked for), as issue 15 asks: both
     targets.push_back({.kind = "ResourceClaim",
                        .namespace_ = ref.namespace_,
                        .name = ref.name,
@@ -501,6 +501,7 @@ absl::Status NetDriver::ReportNetworkData(const ClaimRef& claim, const NetworkDa
                                          .ips = data.ips,
                                          .hardware_address = data.hardware_address};
   // Check the shape before any API call (the server would refuse it anyway).
+  const bool clear = nd == api::resource_v1::NetworkDeviceData{};  // empty: remove it
   AllocatedDeviceStatus probe{.driver = options_.driver_name, .pool = "p", .device = "d"};
   probe.network_data = nd;
   SP_RETURN_IF_ERROR(api::resource_v1::ValidateDeviceStatus(probe, "networkData"));
@@ -514,10 +515,19 @@ absl::Status NetDriver::ReportNetworkData(const ClaimRef& claim, const NetworkDa
           found = true;
           AllocatedDeviceStatus e{.driver = r->driver, .pool = r->pool, .device = r->device,
                                   .share_id = r->share_id};
+          bool existed = false;
           for (const AllocatedDeviceStatus& d : *devices) {
-            if (MatchesKey(d, KeyOf(*r))) e = d;
+            if (MatchesKey(d, KeyOf(*r))) {
+              e = d;
+              existed = true;
+            }
           }
-          e.network_data = nd;
+          if (clear && !existed) continue;  // nothing to remove
+          if (clear) {
+            e.network_data.reset();
+          } else {
+            e.network_data = nd;
+          }
           changed |= api::resource_v1::UpsertDeviceStatus(devices, std::move(e));
         }
         if (!found) {

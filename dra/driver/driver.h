@@ -21,7 +21,7 @@
 //
 // A failed prepare is also recorded (Options::recorder; asynchronous, never delays the answer)
 // as a Warning Event, reason kEventReasonPrepareFailed, on each pod in the claim's
-// status.reservedFor, or on the claim when it names no pod (or could not be read); the message
+// status.reservedFor and on the claim itself; the message
 // names the claim, its SpiderMultusConfigs (when resolved) and the error.
 //
 //   driver::NetDriver d(rest, {.node_name = node, .plugin_dir = dir,
@@ -119,7 +119,8 @@ class NetDriver : public kubeletplugin::Driver {
   // Sets networkData on our status.devices entry for `device` of the claim ("" = every device
   // of this driver in the claim), creating the entry if prepare has not written it yet. The
   // claim must exist with this UID and have the device allocated by this driver. Other
-  // fields of the entry (conditions) are kept. Retried on 409.
+  // fields of the entry (conditions) are kept. Retried on 409. An empty `data` removes
+  // networkData (the pod's addresses were released).
   absl::Status ReportNetworkData(const kubeletplugin::ClaimRef& claim, const NetworkData& data,
                                  std::string_view device = "");
 

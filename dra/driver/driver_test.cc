@@ -442,8 +442,11 @@ TEST_F(DriverTest, FailedPrepareRecordsAWarningEventOnTheClaimsPods) {
                                             "/macvlan-eth1, ", ns_, "/no-such-smc) failed")));
     EXPECT_THAT(e.message, HasSubstr("is invalid"));
   }
-  EXPECT_TRUE(by_uid[invalid_scp.uid].empty()) << "the claim's pods are known";
-  // No pod reserved: the event goes to the claim itself.
+  // The claim gets the same event (its pods known or not).
+  ASSERT_EQ(by_uid[invalid_scp.uid].size(), 1u);
+  EXPECT_EQ(by_uid[invalid_scp.uid][0].involved_object.kind, "ResourceClaim");
+  EXPECT_THAT(by_uid[invalid_scp.uid][0].message, HasSubstr("/no-such-smc) failed"));
+  // No pod reserved: the event goes to the claim only.
   ASSERT_EQ(by_uid[not_allocated.uid].size(), 1u);
   const api::Event& e = by_uid[not_allocated.uid][0];
   EXPECT_EQ(e.involved_object.kind, "ResourceClaim");

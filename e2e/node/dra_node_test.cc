@@ -177,7 +177,9 @@ class DraNodeTest : public ::testing::Test {
   // A claim as the resourceclaim controller creates it from the seed's template
   // (e2e/samples/dra/resourceclaimtemplate.yaml), allocated as the scheduler would: one device
   // of this node's pool, the opaque config copied from the claim.
-  Json CreateAllocatedClaim(const std::string& name, const std::string& device) {
+  Json CreateAllocatedClaim(const std::string& name, const std::string& device,
+                            const std::string& pod = "app-0",
+                            const std::string& pod_uid = "0f9e5d2c-1111-4222-8333-944445555666") {
     const Json config = {{"requests", {"nic"}},
                          {"opaque",
                           {{"driver", kDriver},
@@ -210,7 +212,7 @@ class DraNodeTest : public ::testing::Test {
            {{"nodeSelectorTerms",
              {{{"matchFields",
                 {{{"key", "metadata.name"}, {"operator", "In"}, {"values", {node_}}}}}}}}}}}},
-        {"reservedFor", {{{"resource", "pods"}, {"name", "app-0"}, {"uid", "0f9e5d2c-1111-4222-8333-944445555666"}}}}};
+        {"reservedFor", {{{"resource", "pods"}, {"name", pod}, {"uid", pod_uid}}}}};
     auto updated = claims.UpdateStatus(allocated);
     EXPECT_TRUE(updated.ok()) << updated.status();
     claim_uids_.push_back((*created)["metadata"]["uid"]);
@@ -317,6 +319,73 @@ TEST_F(DraNodeTest, AClaimWithAMissingClaimParameterFailsAndWritesNoSpec) {
   ASSERT_TRUE(prepared.ok()) << prepared.status();
   EXPECT_THAT((*prepared)[uid].error, HasSubstr("macvlan-claim"));
   EXPECT_FALSE(fs::exists(SpecPath(uid)));
+}
+
+// Issue 15 point 4: the claim's status.devices[].networkData carries what our IPAM gave the
+// pod's interface — a real CNI ADD through /usr/lib/cni/macvlan, which execs our `spiderpool`
+// IPAM plugin against the agent — and loses it after the DEL.
+TEST_F(DraNodeTest, NetworkDataFollowsARealCniAddAndDel) {
+  StartAgent("agent-pod-nd");
+  ASSERT_TRUE(Eventually([&] { return SliceDevices().size() == 4; })) << AgentLog();
+  dra::kubeletplugin::testing::FakeKubelet kubelet({.registry_dir = Registry()});
+  ASSERT_TRUE(Eventually([&] { return kubelet.Discover().ok() && kubelet.current().ok(); }))
+      << AgentLog();
+
+  api::Pod pod;
+  pod.metadata.name = "app-nd";
+  pod.metadata.namespace_ = ns_;
+  pod.spec.node_name = node_;
+  pod.spec.containers.push_back({.name = "c", .image = "busybox"});
+  auto created = kube::Client<api::Pod>(cluster_->rest()).Create(pod);
+  ASSERT_TRUE(created.ok()) << created.status();
+  ASSERT_TRUE(net_->AddPodNetns("app-nd").ok());
+  const Json claim = CreateAllocatedClaim("app-nd-nic", "eth0-1", "app-nd", created->metadata.uid);
+  ASSERT_FALSE(claim.is_null());
+  const std::string uid = claim["metadata"]["uid"];
+  auto prepared = kubelet.Prepare({{.namespace_ = ns_, .uid = uid, .name = "app-nd-nic"}});
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  ASSERT_EQ((*prepared)[uid].error, "") << AgentLog();
+
+  auto network_data = [&]() -> Json {
+    auto c = kube::DynamicClient(cluster_->rest(), ClaimResource()).Get(ns_, "app-nd-nic");
+    if (!c.ok()) return Json();
+    for (const Json& d : c->value("status", Json::object()).value("devices", Json::array())) {
+      if (d.value("device", "") == "eth0-1") return d.value("networkData", Json());
+    }
+    return Json();
+  };
+  const Json config = {
+      {"cniVersion", "1.0.0"}, {"name", "macvlan-conf"}, {"type", "macvlan"},
+      {"master", "eth0"}, {"mode", "bridge"},
+      {"ipam", {{"type", "spiderpool"}, {"default_ipv4_ippool", {pool_}},
+                {"ipam_unix_socket_path", tmp_ + "/ipam.sock"}}}};
+  auto cni = [&](const std::string& command) {
+    return RunCni({.command = command,
+                   .container_id = "0123456789abcdef-app-nd",
+                   .netns_path = net_->PodNetnsPath("app-nd"),
+                   .cni_args = base::StrCat("IgnoreUnknown=1;K8S_POD_NAMESPACE=", ns_,
+                                            ";K8S_POD_NAME=app-nd;K8S_POD_UID=", created->metadata.uid),
+                   .config = base::DumpJson(config),
+                   .run_in_netns = net_->NodeNetns("a"),
+                   .cni_path = Runfile("agent/cni") + ":/usr/lib/cni"});
+  };
+  auto add = cni("ADD");
+  ASSERT_TRUE(add.ok()) << add.status();
+  ASSERT_EQ(add->exit_code, 0) << add->Describe() << AgentLog();
+  const std::string address = add->json["ips"][0]["address"];
+  EXPECT_EQ(address.rfind("172.18.30.", 0), 0u) << address;
+  ASSERT_TRUE(Eventually([&] { return !network_data().is_null(); }))
+      << "no networkData on the claim\n" << AgentLog();
+  const Json nd = network_data();
+  EXPECT_EQ(nd.value("interfaceName", ""), "eth0");
+  EXPECT_EQ(nd.value("ips", Json::array()), Json::array({address}));  // with its prefix length
+
+  auto del = cni("DEL");
+  ASSERT_TRUE(del.ok()) << del.status();
+  ASSERT_EQ(del->exit_code, 0) << del->Describe();
+  EXPECT_TRUE(Eventually([&] { return network_data().is_null(); }))
+      << "networkData still there after DEL: " << network_data().dump() << "\n" << AgentLog();
+  (void)kube::Client<api::Pod>(cluster_->rest()).Delete(ns_, "app-nd");
 }
 
 }  // namespace
