@@ -34,6 +34,7 @@
 #include "kube/metrics/metrics.h"
 #include "kube/rest/config.h"
 #include "kube/rest/rest_client.h"
+#include "operator/cleanup/cleanup.h"
 #include "operator/coordinator/controller.h"
 #include "operator/dra/claim_webhook.h"
 #include "operator/ipam/caches.h"
@@ -83,6 +84,18 @@ ABSL_FLAG(std::vector<std::string>, pod_resource_inject_namespaces_exclude,
           "podResourceInject.namespacesExclude (comma-separated)");
 ABSL_FLAG(std::vector<std::string>, pod_resource_inject_namespaces_include, {},
           "podResourceInject.namespacesInclude (comma-separated; empty = all)");
+ABSL_FLAG(bool, cleanup, false,
+          "run the chart's pre-delete hook and exit (operator/cleanup): scale the controller "
+          "Deployment to 0 and wait for its pods, delete its webhook configurations, remove the "
+          "finalizer spiderpool.spidernet.io from every Spider* object");
+ABSL_FLAG(std::string, cleanup_controller_deployment, "spiderpool-controller",
+          "--cleanup: the controller Deployment (in --namespace) to stop first; \"\" = none");
+ABSL_FLAG(std::string, cleanup_webhook_configuration, "spiderpool-controller",
+          "--cleanup: the Mutating/ValidatingWebhookConfiguration to delete; \"\" = none");
+ABSL_FLAG(absl::Duration, cleanup_timeout, absl::Minutes(2),
+          "--cleanup: how long the controller's pods may take to go");
+ABSL_FLAG(std::string, cleanup_label_selector, "",
+          "--cleanup: only objects with these labels (default: all)");
 ABSL_FLAG(double, qps, 50, "API client QPS");
 ABSL_FLAG(int, burst, 100, "API client burst");
 
@@ -124,6 +137,20 @@ int main(int argc, char** argv) {
   config->user_agent = "spiderpool-controller";
   absl::StatusOr<std::shared_ptr<kube::RestClient>> rest = kube::RestClient::Create(*config);
   if (!rest.ok()) return Fail("API client", rest.status());
+
+  if (absl::GetFlag(FLAGS_cleanup)) {
+    absl::StatusOr<op::cleanup::Result> done = op::cleanup::Run(
+        *rest, {.namespace_ = ns,
+                .controller_deployment = absl::GetFlag(FLAGS_cleanup_controller_deployment),
+                .webhook_configuration = absl::GetFlag(FLAGS_cleanup_webhook_configuration),
+                .label_selector = absl::GetFlag(FLAGS_cleanup_label_selector),
+                .timeout = absl::GetFlag(FLAGS_cleanup_timeout)});
+    if (!done.ok()) return Fail("cleanup", done.status());
+    std::cout << "cleanup: controller stopped=" << (done->controller_scaled_down ? "yes" : "no")
+              << ", webhook configurations deleted=" << done->webhook_configurations_deleted.size()
+              << ", finalizers removed=" << done->finalizers_removed.size() << "\n";
+    return 0;
+  }
 
   sigset_t set;
   sigemptyset(&set);

@@ -232,6 +232,10 @@ struct Plugin::Impl {
     operations = &r->AddHistogram(kOperationsMetric,
                                   "Duration in seconds of the DRA gRPC operations served by the "
                                   "kubelet plugin, by full gRPC method name.");
+    prepare_failures = &r->AddCounter(kPrepareFailuresMetric,
+                                      "Claims whose NodePrepareResources failed (a per-claim "
+                                      "error, or the whole call not served).")
+                            .WithLabels();
   }
 
   // Observes the duration of one call into the histogram when it goes out of scope.
@@ -309,12 +313,14 @@ struct Plugin::Impl {
     SplitClaims split = Split(req);
     auto* claims = resp->mutable_claims();
     for (const auto& [uid, error] : split.rejected) (*claims)[uid].set_error(error);
+    prepare_failures->Inc(static_cast<double>(split.rejected.size()));
     if (split.valid.empty()) return grpc::Status::OK;  // nothing for the Driver: no lock
     CallLock lock;
     grpc::Status s = Acquire(ctx, &lock);
     if (s.ok()) s = CheckNotLate(ctx);
     if (!s.ok()) {
       SP_LOG(Warning).Msg("call not served").KV("method", method).KV("error", s.error_message());
+      prepare_failures->Inc(static_cast<double>(split.valid.size()));
       return s;
     }
     std::map<std::string, PrepareResult> results = plugin->driver_->Prepare(split.valid);
@@ -324,9 +330,11 @@ struct Plugin::Impl {
       if (it == results.end()) {
         SP_LOG(Error).Msg("driver returned no prepare result").KV("claim", c.uid);
         entry.set_error(MissingResult(c.uid));
+        prepare_failures->Inc();
         continue;
       }
       entry.set_error(it->second.error);
+      if (!it->second.error.empty()) prepare_failures->Inc();
       for (const PreparedDevice& d : it->second.devices) ToProto(d, entry.add_devices());
     }
     return grpc::Status::OK;
@@ -552,6 +560,7 @@ struct Plugin::Impl {
 
   Plugin* plugin;
   kube::metrics::Family<kube::metrics::Histogram>* operations;
+  kube::metrics::Counter* prepare_failures;
 
   std::timed_mutex call_mu;
   std::string lock_path;

@@ -61,6 +61,8 @@ inline constexpr std::string_view kMethodNotifyRegistrationStatus =
     "/pluginregistration.Registration/NotifyRegistrationStatus";
 // Histogram of every call served on the plugin's sockets, label method_name (full path).
 inline constexpr std::string_view kOperationsMetric = "dra_grpc_operations_duration_seconds";
+// Counter of claims whose NodePrepareResources failed (the chart's DRA alert).
+inline constexpr std::string_view kPrepareFailuresMetric = "spiderpool_dra_prepare_failures_total";
 // Longest usable unix socket path: sun_path is 108 bytes including the terminating NUL.
 inline constexpr size_t kMaxSocketPathLength = 107;
 

@@ -387,6 +387,9 @@ TEST_F(PluginTest, PrepareAndUnprepareV1) {
   EXPECT_EQ(CallCount(metrics_, kMethodUnprepareV1), 1u);
   EXPECT_EQ(CallCount(metrics_, kMethodPrepareV1beta1), 0u);
   const std::string exposition = metrics_.Expose();
+  // One claim (fail-3) failed: counted for the chart's DRA alert.
+  EXPECT_NE(exposition.find("spiderpool_dra_prepare_failures_total 1\n"), std::string::npos)
+      << exposition;
   EXPECT_NE(exposition.find("dra_grpc_operations_duration_seconds_count{method_name=\"/k8s.io."
                             "kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources\"} 1"),
             std::string::npos)
@@ -462,6 +465,9 @@ TEST_F(PluginTest, MissingResultsAreFilledWithAnError) {
   EXPECT_EQ(prepared->at("forgotten").error,
             "internal error: driver returned no result for claim forgotten");
   EXPECT_TRUE(prepared->at("forgotten").devices.empty());
+  // The claim without a result counts as failed.
+  EXPECT_NE(metrics_.Expose().find("spiderpool_dra_prepare_failures_total 1\n"), std::string::npos)
+      << metrics_.Expose();
   auto unprepared = kubelet.Unprepare({Claim("ok"), Claim("forgotten")});
   ASSERT_TRUE(unprepared.ok());
   EXPECT_EQ(*unprepared,
@@ -473,6 +479,9 @@ TEST_F(PluginTest, MissingResultsAreFilledWithAnError) {
 TEST_F(PluginTest, EmptyUidNeverReachesTheDriver) {
   TestDriver driver(&shared_);
   Plugin plugin(Options(), &driver);
+  // Exported from the start (the alert's series exists before any failure).
+  EXPECT_NE(metrics_.Expose().find("spiderpool_dra_prepare_failures_total 0\n"), std::string::npos)
+      << metrics_.Expose();
   ASSERT_TRUE(plugin.Start().ok());
   FakeKubelet kubelet(KubeletOptions());
   ASSERT_TRUE(kubelet.Discover().ok());
@@ -482,6 +491,9 @@ TEST_F(PluginTest, EmptyUidNeverReachesTheDriver) {
   ASSERT_EQ(only_empty->size(), 1u);
   EXPECT_EQ(only_empty->at("").error, "claim ns/nameless has no uid");
   EXPECT_EQ(driver.prepare_calls, 0);
+  // Refused before the driver: a failed claim all the same.
+  EXPECT_NE(metrics_.Expose().find("spiderpool_dra_prepare_failures_total 1\n"), std::string::npos)
+      << metrics_.Expose();
 
   auto mixed = kubelet.Unprepare({ClaimRef{"ns", "", "nameless"}, Claim("uid-1")});
   ASSERT_TRUE(mixed.ok());

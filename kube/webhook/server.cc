@@ -17,6 +17,7 @@
 #include "base/status.h"
 #include "base/strings.h"
 #include "httplib.h"
+#include "kube/metrics/metrics.h"
 #include "kube/webhook/json_patch.h"
 
 namespace spiderpool::kube::webhook {
@@ -418,6 +419,20 @@ ServerStats AdmissionServer::stats() const {
 
 // ---- request handling -----------------------------------------------------------------------
 
+namespace {
+
+// controller-runtime's webhook request counter, by webhook path and HTTP status code. A review
+// answered with an internal error (a denial whose status code is >= 500) counts as code 500.
+void CountRequest(std::string_view webhook, int code) {
+  static kube::metrics::Family<kube::metrics::Counter>& requests =
+      kube::metrics::Registry::Default().AddCounter(
+          "controller_runtime_webhook_requests_total",
+          "Total number of admission requests by HTTP status code.");
+  requests.WithLabels({{"code", std::to_string(code)}, {"webhook", std::string(webhook)}}).Inc();
+}
+
+}  // namespace
+
 HttpReply AdmissionServer::Handle(const HttpRequest& request) const {
   HttpReply reply;
   if (request.path == kHealthCheckPath) {
@@ -425,6 +440,7 @@ HttpReply AdmissionServer::Handle(const HttpRequest& request) const {
       reply.status = 200;
       reply.content_type = "text/plain; charset=utf-8";
       reply.body = "ok";
+      CountRequest(request.path, reply.status);
       return reply;
     }
     reply = ErrorReply(405, StrCat("method ", request.method, " not allowed on ",
@@ -433,6 +449,10 @@ HttpReply AdmissionServer::Handle(const HttpRequest& request) const {
     reply = HandleReview(request);
   }
   if (reply.status >= 400 && reply.status < 500) stats_.bad_requests.fetch_add(1);
+  // Answered reviews are counted in HandleReview; unknown paths under one label.
+  if (request.path == kHealthCheckPath || reply.status != 200) {
+    CountRequest(reply.status == 404 ? std::string_view("unknown") : request.path, reply.status);
+  }
   return reply;
 }
 
@@ -517,6 +537,8 @@ HttpReply AdmissionServer::HandleReview(const HttpRequest& request) const {
   }
   stats_.requests.fetch_add(1);
   if (!response.allowed) stats_.denied.fetch_add(1);
+  CountRequest(request.path,
+               !response.allowed && response.result && response.result->code >= 500 ? 500 : 200);
   return ReviewReply(api::MakeResponseReview(*review, std::move(response)));
 }
 

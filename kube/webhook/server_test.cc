@@ -24,6 +24,7 @@
 #include "base/strings.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
+#include "kube/metrics/metrics.h"
 #include "kube/testing/webhook_admission.h"
 #include "kube/webhook/json_patch.h"
 
@@ -181,6 +182,12 @@ TEST_F(ServerTest, HealthCheck) {
   auto post = cli.Post("/webhook-health-check", "{}", "application/json");
   ASSERT_TRUE(post);
   EXPECT_EQ(post->status, 405);
+  // controller-runtime's request counter (the chart's webhook alert), by path and HTTP code.
+  const std::string m = kube::metrics::Registry::Default().Expose();
+  EXPECT_NE(m.find("controller_runtime_webhook_requests_total{code=\"200\",webhook=\"/webhook-health-check\"} "),
+            std::string::npos) << m;
+  EXPECT_NE(m.find("controller_runtime_webhook_requests_total{code=\"405\",webhook=\"/webhook-health-check\"} "),
+            std::string::npos) << m;
 }
 
 TEST_F(ServerTest, ValidatingAllowAndDenyEchoTheUid) {
@@ -211,6 +218,10 @@ TEST_F(ServerTest, ValidatingAllowAndDenyEchoTheUid) {
   EXPECT_EQ(d["response"]["warnings"], Json::array({"careful"}));
   EXPECT_EQ(s->stats().requests, 2u);
   EXPECT_EQ(s->stats().denied, 1u);
+  // Answered reviews (allowed or denied) count as 200.
+  const std::string m = kube::metrics::Registry::Default().Expose();
+  EXPECT_NE(m.find("controller_runtime_webhook_requests_total{code=\"200\",webhook=\"/validate\"} "),
+            std::string::npos) << m;
 }
 
 TEST_F(ServerTest, MutatingAnswersWithABase64JsonPatch) {

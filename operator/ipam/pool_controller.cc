@@ -86,11 +86,33 @@ PoolController::PoolController(PoolControllerOptions options,
                  .AddGauge("spiderpool_total_subnet_counts",
                            "The number of SpiderSubnets in the cluster")
                  .WithLabels();
-  hook_ = registry_.AddCollectHook([this, &pool_gauge, subnet_gauge] {
+  // Per pool (upstream's debug-level names, always on here): status.totalIPCount and what is
+  // free for the next pod (status.freeIPCount), for the chart's "pool nearly exhausted" alert.
+  auto& pool_total = registry_.AddGauge("spiderpool_debug_ippool_total_ip_counts",
+                                        "status.totalIPCount of each SpiderIPPool");
+  auto& pool_free = registry_.AddGauge("spiderpool_debug_ippool_available_ip_counts",
+                                       "status.freeIPCount of each SpiderIPPool");
+  // Hooks run one at a time (the registry holds the hook's lock): `exposed` needs no lock.
+  hook_ = registry_.AddCollectHook([this, &pool_gauge, subnet_gauge, &pool_total, &pool_free,
+                                    exposed = std::set<std::string>()]() mutable {
     pool_gauge.Set(static_cast<double>(caches_.pools->store().Size()));
     if (subnet_gauge != nullptr) {
       subnet_gauge->Set(static_cast<double>(caches_.subnets->store().Size()));
     }
+    std::set<std::string> now;
+    for (const auto& p : caches_.pools->store().List()) {
+      if (!p->status.total_ip_count || !p->status.free_ip_count) continue;  // not counted yet
+      const kube::metrics::Labels l{{"ippool", p->metadata.name}};
+      pool_total.WithLabels(l).Set(static_cast<double>(*p->status.total_ip_count));
+      pool_free.WithLabels(l).Set(static_cast<double>(*p->status.free_ip_count));
+      now.insert(p->metadata.name);
+    }
+    for (const std::string& gone : exposed) {
+      if (now.count(gone) > 0) continue;
+      pool_total.Remove({{"ippool", gone}});
+      pool_free.Remove({{"ippool", gone}});
+    }
+    exposed = std::move(now);
   });
   RegisterHandlers();
 }

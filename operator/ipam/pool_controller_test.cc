@@ -119,6 +119,16 @@ TEST_F(PoolControllerTest, CountsAreCorrectedAndFollowReservedIPs) {
 
   std::string metrics = env_->registry().Expose();
   EXPECT_NE(metrics.find("spiderpool_total_ippool_counts 1"), std::string::npos) << metrics;
+  // Per pool, for the chart's "pool nearly exhausted" alert: total and free as in the status
+  // (from the informer's cache, which may trail the status just read).
+  const std::string total =
+      "spiderpool_debug_ippool_total_ip_counts{ippool=\"" + pool + "\"} 28\n";
+  const std::string free =
+      "spiderpool_debug_ippool_available_ip_counts{ippool=\"" + pool + "\"} 26\n";
+  EXPECT_TRUE(testing::WaitUntil([&] {
+    metrics = env_->registry().Expose();
+    return metrics.find(total) != std::string::npos && metrics.find(free) != std::string::npos;
+  })) << metrics;
 }
 
 // Node reservations (records with a node and no pod, agent/ipam/blocks.h) are shown as
