@@ -123,3 +123,23 @@ webhook). Memoised in .Values so that the Secret and both webhook configurations
 {{- end -}}
 {{- toYaml (index .Values "__autoCerts") -}}
 {{- end -}}
+
+{{/*
+The cluster network NAD (eth0 of every pod) as "namespace/name", or "": multus.multusCNI.
+defaultCniCRName (a bare name is in the release namespace, as upstream), else with Multus
+installed by this chart the default SpiderMultusConfig's NAD (the controller names the NAD
+after the SMC), else unknown. The agent (--multus-cluster-network) and 00-multus.conf use it.
+*/}}
+{{- define "spiderpool.multus.clusterNetwork" -}}
+{{- $m := .Values.multus.multusCNI -}}
+{{- $smc := .Values.defaultMultusConfig -}}
+{{- if $m.defaultCniCRName -}}
+{{- if contains "/" $m.defaultCniCRName -}}
+{{- $m.defaultCniCRName -}}
+{{- else -}}
+{{- printf "%s/%s" (include "spiderpool.namespace" .) $m.defaultCniCRName -}}
+{{- end -}}
+{{- else if and $m.install $smc.install -}}
+{{- printf "%s/%s" (default (include "spiderpool.namespace" .) $smc.namespace) $smc.name -}}
+{{- end -}}
+{{- end -}}

@@ -456,7 +456,7 @@ def check_tls(r, case, secret_name):
             expect(r.one("Issuer", issuer["name"])["spec"] == {"selfSigned": {}}, "certmanager: self-signed Issuer")
         inject = f"{r.ns}/{cert['metadata']['name']}"
         for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
-            ann = r.one(kind)["metadata"].get("annotations", {})
+            ann = r.one(kind, "spiderpool-controller")["metadata"].get("annotations", {})
             expect(ann.get("cert-manager.io/inject-ca-from") == inject, f"{kind}: inject-ca-from")
         expect(ca_bundle is None, "certmanager: static caBundle")
 
@@ -602,6 +602,218 @@ def check_binaries(r, case, bins, agent, ctl, conf_yml):
                f"the agent does not accept the rendered conf.yml: {err.strip()}")
 
 
+# ----------------------------------------------------------------------------- issue 19 point 1
+
+HOOK = "helm.sh/hook"
+WEIGHT = "helm.sh/hook-weight"
+
+
+def check_cleanup(r, case, bins):
+    """The pre-delete hook: a Job running `spiderpool-controller --cleanup` after its
+    least-privilege identity, both hooks; absent with cleanup.enable=false."""
+    ns = r.ns
+    name = "spiderpool-controller-cleanup"
+    jobs = [j for j in r.all("Job") if j["metadata"]["name"] == "spiderpool-controller-hook-pre-delete"]
+    if not case.get("cleanup", True):
+        expect(not jobs, "cleanup Job rendered with spiderpoolController.cleanup.enable=false")
+        for kind in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"):
+            expect(not r.has(kind, name), f"{kind} {name} rendered without the cleanup hook")
+        return
+    expect(len(jobs) == 1, "no pre-delete Job spiderpool-controller-hook-pre-delete")
+    job = jobs[0]
+    ann = job["metadata"]["annotations"]
+    expect(ann.get(HOOK) == "pre-delete", f"cleanup Job hook {ann.get(HOOK)}")
+    expect("hook-succeeded" in ann.get("helm.sh/hook-delete-policy", ""), "cleanup Job kept after success")
+    expect(job["metadata"]["namespace"] == ns, "cleanup Job namespace")
+    spec = job["spec"]["template"]["spec"]
+    expect(spec["serviceAccountName"] == name and spec["restartPolicy"] == "Never", "cleanup Job identity/restart")
+    c = container(spec, "cleanup")
+    no_privileges(c)
+    dep = r.one("Deployment", "spiderpool-controller")
+    expect(c["image"] == container(dep["spec"]["template"]["spec"], "spiderpool-controller")["image"],
+           "cleanup Job does not use the controller's image")
+    expect(c["command"] == ["/usr/bin/spiderpool-controller"], f"cleanup command {c['command']}")
+    f = flags(c)
+    expect(f.get("cleanup") == "true" and f.get("namespace") == ns, f"cleanup flags {f}")
+    expect(f.get("cleanup-controller-deployment") == dep["metadata"]["name"], "cleanup: not the controller Deployment")
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        expect(r.has(kind, f["cleanup-webhook-configuration"]), f"cleanup: no {kind} {f['cleanup-webhook-configuration']}")
+    expect(f.get("cleanup-timeout") == f"{case.get('cleanup_timeout', 120)}s", f"cleanup timeout {f.get('cleanup-timeout')}")
+    # The Job's pod is not one of the controller's (it waits for those to go).
+    sel = dep["spec"]["selector"]["matchLabels"]
+    expect(not sel.items() <= job["spec"]["template"]["metadata"].get("labels", {}).items(),
+           "the cleanup pod matches the controller Deployment's selector: it would wait for itself")
+    # Its identity: hooks created before the Job, gone after success.
+    for kind in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"):
+        o = r.one(kind, name)
+        a = o["metadata"].get("annotations", {})
+        expect(a.get(HOOK) == "pre-delete" and int(a.get(WEIGHT, "0")) < int(ann.get(WEIGHT, "0")),
+               f"{kind} {name} is not a pre-delete hook created before the Job")
+    rules = rules_for_subject(r, "ServiceAccount", name, ns)
+    for res in ("spiderippools", "spidersubnets", "spiderendpoints", "spidercoordinators"):
+        for verb in ("list", "get", "update"):
+            expect(grants(rules, "spiderpool.spidernet.io", res, verb), f"cleanup may not {verb} {res}")
+        for verb in ("create", "delete", "patch", "deletecollection"):
+            expect(not grants(rules, "spiderpool.spidernet.io", res, verb), f"cleanup may {verb} {res}")
+    for kind in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
+        expect(grants(rules, "admissionregistration.k8s.io", kind, "delete", "spiderpool-controller"),
+               f"cleanup may not delete {kind} spiderpool-controller")
+        expect(not grants(rules, "admissionregistration.k8s.io", kind, "delete", "someone-else"),
+               f"cleanup may delete other {kind}")
+    expect(grants(rules, "apps", "deployments", "patch", "spiderpool-controller")
+           and not grants(rules, "apps", "deployments", "patch", "someone-else"), "cleanup: Deployment patch scope")
+    expect(grants(rules, "", "pods", "list") and not grants(rules, "", "pods", "delete"), "cleanup: pods")
+    expect(not grants(rules, "", "secrets", "get"), "cleanup reads Secrets")
+    expect(not any(grants(rules, "apiextensions.k8s.io", "customresourcedefinitions", v) for v in WRITE),
+           "cleanup may change CRDs")
+    if bins:
+        p = run([bins["controller"]] + c["args"] + ["--version"])
+        expect(p.returncode == 0, f"the controller binary rejects the cleanup Job's flags:\n{(p.stdout + p.stderr).strip()}")
+
+
+def check_multus(r, case):
+    """The Multus thin plugin: DaemonSet, RBAC and 00-multus.conf naming the cluster network."""
+    ns = r.ns
+    m = case.get("multus")
+    agent = container(r.one("DaemonSet", "spiderpool-agent")["spec"]["template"]["spec"], "spiderpool-agent")
+    net = flags(agent).get("multus-cluster-network")
+    if m is None:
+        expect(not r.has("DaemonSet", "spiderpool-multus") and not r.has("ClusterRole", "spiderpool-multus"),
+               "Multus installed by default")
+        expect(net == case.get("agent_cluster_network"), f"agent --multus-cluster-network={net}")
+        return
+    ds = r.one("DaemonSet", "spiderpool-multus")
+    spec = ds["spec"]["template"]["spec"]
+    expect(spec.get("hostNetwork") is True and spec["serviceAccountName"] == "spiderpool-multus", "multus pod")
+    expect(ds["spec"]["selector"]["matchLabels"].items() <= ds["spec"]["template"]["metadata"]["labels"].items(),
+           "multus selector does not match its pods")
+    init = container(spec, "install-multus-binary", init=True)
+    main = container(spec, "kube-multus")
+    image = case.get("multus_image", "ghcr.io/k8snetworkplumbingwg/multus-cni:v4.1.4")
+    expect(init["image"] == image and main["image"] == image, f"multus image {main['image']}, want {image}")
+    expect(init["command"] == ["/install_multus"] and init["args"] == ["--type", "thin"], "multus init: thin install")
+    expect(main["command"] == ["/thin_entrypoint"], f"multus command {main['command']}")
+    expect(mounts(spec, init).get("/host/opt/cni/bin") == "/opt/cni/bin", "multus binary not installed into /opt/cni/bin")
+    mm = mounts(spec, main)
+    expect(mm.get("/host/etc/cni/net.d") == "/etc/cni/net.d" and mm.get("/host/opt/cni/bin") == "/opt/cni/bin",
+           "multus host CNI dirs")
+    args = main["args"]
+    expect("--cni-conf-dir=/host/etc/cni/net.d" in args, f"multus args {args}")
+    cms = [c for c in r.all("ConfigMap") if c["metadata"]["name"] == "spiderpool-multus-config"]
+    if m == "auto":
+        expect("--multus-conf-file=auto" in args and not cms, "multus without a known cluster network: not auto")
+        expect(net is None, f"agent --multus-cluster-network={net} without a known cluster network")
+    else:
+        want_ns, want_name = m
+        expect("--multus-conf-file=/tmp/multus-conf/00-multus.conf" in args, f"multus args {args}")
+        expect(len(cms) == 1, "no ConfigMap spiderpool-multus-config")
+        conf = json.loads(cms[0]["data"]["00-multus.conf"])
+        expect(conf["type"] == "multus" and conf["clusterNetwork"] == want_name and conf["multusNamespace"] == want_ns,
+               f"00-multus.conf clusterNetwork {conf.get('multusNamespace')}/{conf.get('clusterNetwork')}, "
+               f"want {want_ns}/{want_name}")
+        expect(conf["kubeconfig"] == "/etc/cni/net.d/multus.d/multus.kubeconfig", "00-multus.conf kubeconfig")
+        vol = [v for v in spec["volumes"] if v["name"] == "multus-cfg"][0]
+        expect(vol["configMap"]["name"] == "spiderpool-multus-config" and "/tmp/multus-conf" in mm,
+               "00-multus.conf not mounted")
+        expect(net == f"{want_ns}/{want_name}", f"agent --multus-cluster-network={net}, want {want_ns}/{want_name}")
+        if case.get("multus_is_default_smc"):
+            smc = r.one("SpiderMultusConfig")
+            expect((smc["metadata"]["namespace"], smc["metadata"]["name"]) == (want_ns, want_name),
+                   "the cluster network is not the default SpiderMultusConfig's NAD")
+    pre = main.get("lifecycle", {}).get("preStop")
+    if case.get("multus_uninstall"):
+        expect(pre and "00-multus.conf" in " ".join(pre["exec"]["command"]), "multus.uninstall: no preStop cleanup")
+    else:
+        expect(pre is None, "multus removes its files on every stop (uninstall=false)")
+    rules = rules_for_subject(r, "ServiceAccount", "spiderpool-multus", ns)
+    expect(grants(rules, "k8s.cni.cncf.io", "network-attachment-definitions", "get"), "multus: read NADs")
+    expect(not any(grants(rules, "k8s.cni.cncf.io", "network-attachment-definitions", v) for v in WRITE),
+           "multus may write NADs")
+    expect(grants(rules, "", "pods/status", "update") and grants(rules, "", "events", "create"),
+           "multus: network-status / events")
+    expect(not grants(rules, "", "secrets", "get"), "multus reads Secrets")
+
+
+METRIC_RE = re.compile(r"\b((?:spiderpool|dra|controller_runtime|workqueue)_[a-zA-Z0-9_]+)\b")
+_SOURCE_LITERALS = None
+
+
+def source_metric_literals():
+    """Every string literal that can be a metric name in our binaries' C++ sources (tests
+    and the loopback server excluded)."""
+    global _SOURCE_LITERALS
+    if _SOURCE_LITERALS is None:
+        lits = set()
+        for top in ("agent", "operator", "kube", "dra", "ipam", "multus"):
+            for dirpath, _, files in os.walk(os.path.join(ROOT, top)):
+                if "/testing" in dirpath or "/fuzz" in dirpath:
+                    continue
+                for fn in files:
+                    if fn.endswith((".cc", ".h")) and not fn.endswith(("_test.cc", "_bench.cc", "_fuzz.cc")):
+                        with open(os.path.join(dirpath, fn), errors="replace") as f:
+                            lits.update(re.findall(r'"([a-zA-Z_:][a-zA-Z0-9_:]*)"', f.read()))
+        _SOURCE_LITERALS = lits
+    return _SOURCE_LITERALS
+
+
+def metric_family(name, known):
+    """The exported family of a series name (histogram _bucket/_count/_sum), or None."""
+    if name in known:
+        return name
+    for suffix in ("_bucket", "_count", "_sum"):
+        if name.endswith(suffix) and name[: -len(suffix)] in known:
+            return name[: -len(suffix)]
+    return None
+
+
+def monitoring_metrics(r):
+    """Metric names used by the rendered PrometheusRules and the Grafana dashboard."""
+    names = set()
+    for rule in r.all("PrometheusRule"):
+        for g in rule["spec"]["groups"]:
+            for x in g["rules"]:
+                names.update(METRIC_RE.findall(x["expr"]))
+    for cm in r.all("ConfigMap"):
+        for k, v in cm.get("data", {}).items():
+            if k.endswith(".json") and "grafana" in cm["metadata"]["name"]:
+                for p in json.loads(v)["panels"]:
+                    for t in p.get("targets", []):
+                        names.update(METRIC_RE.findall(t["expr"]))
+    return names
+
+
+def check_monitoring(r, case):
+    want = case.get("alerts", [])
+    rules = r.all("PrometheusRule")
+    alerts = sorted(x["alert"] for rule in rules for g in rule["spec"]["groups"] for x in g["rules"])
+    expect(alerts == sorted(want), f"alerts {alerts}, want {sorted(want)}")
+    expect(len(rules) == case.get("rules", 0), f"{len(rules)} PrometheusRules")
+    for rule in rules:
+        expect(rule["apiVersion"] == "monitoring.coreos.com/v1" and rule["metadata"]["namespace"] == r.ns,
+               f"PrometheusRule {rule['metadata']['name']}")
+        for g in rule["spec"]["groups"]:
+            for x in g["rules"]:
+                expect(METRIC_RE.findall(x["expr"]), f"alert {x['alert']} uses no metric of ours")
+                expect(x["labels"].get("severity") and x["annotations"].get("summary"), f"alert {x['alert']} labels")
+                expect("{{ $labels" in json.dumps(x["annotations"]) or x["alert"] == "SpiderpoolIPGCFailure"
+                       or "$value" in json.dumps(x["annotations"]), f"alert {x['alert']}: template not rendered literally")
+    dash = [c for c in r.all("ConfigMap") if c["metadata"]["name"] == "spiderpool-grafana-dashboard"]
+    expect(len(dash) == (1 if case.get("dashboard") else 0), "Grafana dashboard ConfigMap")
+    if dash:
+        expect(dash[0]["metadata"]["labels"].get("grafana_dashboard") == "1", "dashboard: no grafana sidecar label")
+        d = json.loads(dash[0]["data"]["spiderpool.json"])
+        expect(len(d["panels"]) >= 8 and all(p.get("targets") for p in d["panels"]), "dashboard panels")
+    # Every metric used is one our binaries export (names found in the C++ sources; the
+    # chart-run check also scrapes the running binaries).
+    known = source_metric_literals()
+    used = monitoring_metrics(r)
+    expect(bool(used) == bool(rules or dash), f"metrics used: {sorted(used)}")
+    missing = sorted(n for n in used if metric_family(n, known) is None)
+    expect(not missing, f"metrics not exported by our binaries: {missing}")
+    # ... and the check can fail.
+    expect(metric_family("spiderpool_no_such_metric_total", known) is None, "metric check accepts anything")
+
+
 # ----------------------------------------------------------------------------- cases
 
 CASES = [
@@ -666,6 +878,49 @@ CASES = [
      {"device_plugin": True, "nic_include": "eth*,ens*"}),
     ("ha-controller", {"spiderpoolController": {"replicas": 3}}, {"controller_replicas": 3}),
     ("unknown-value", {"spiderpoolAgent": {"imageTypo": "x"}}, {"fail": "imageTypo"}),
+    # Issue 19 point 1: Multus, the pre-delete hook, PrometheusRules and the dashboard.
+    ("multus-default-smc", {
+        "multus": {"multusCNI": {"install": True}},
+        "clusterDefaultPool": {"installIPv4IPPool": True, "ipv4Subnet": "172.18.0.0/16",
+                               "ipv4IPRanges": ["172.18.30.131-172.18.30.140"]},
+        "defaultMultusConfig": {"install": True, "namespace": "spiderpool-nets", "name": "underlay"}},
+     {"multus": ("spiderpool-nets", "underlay"), "multus_is_default_smc": True,
+      "smc_ns": "spiderpool-nets", "defaults": ["SpiderIPPool", "SpiderMultusConfig"]}),
+    ("multus-cr-name", {"multus": {"multusCNI": {"install": True, "defaultCniCRName": "calico",
+                                                 "image": {"tag": "v4.1.3"}}},
+                        "global": {"imageRegistryOverride": "mirror.example.com"},
+                        "clusterDefaultPool": {"installIPv4IPPool": True, "ipv4Subnet": "172.18.0.0/16",
+                                               "ipv4IPRanges": ["172.18.30.131-172.18.30.140"]},
+                        "defaultMultusConfig": {"install": True}, "dra": {"enabled": True}},
+     {"multus": ("kube-system", "calico"), "multus_image": "mirror.example.com/k8snetworkplumbingwg/multus-cni:v4.1.3",
+      "dra": True, "api": [VAP_API], "defaults": ["SpiderIPPool", "SpiderMultusConfig"]}),
+    ("multus-auto-uninstall", {"multus": {"multusCNI": {"install": True, "uninstall": True}}},
+     {"multus": "auto", "multus_uninstall": True}),
+    ("cluster-network-without-multus", {"multus": {"multusCNI": {"defaultCniCRName": "net-ns/macvlan"}}},
+     {"agent_cluster_network": "net-ns/macvlan"}),
+    ("multus-bad-log-level", {"multus": {"multusCNI": {"install": True, "log": {"logLevel": "info"}}}},
+     {"fail": "logLevel"}),
+    ("cleanup-disabled", {"spiderpoolController": {"cleanup": {"enable": False}}}, {"cleanup": False}),
+    ("cleanup-timeout", {"spiderpoolController": {"cleanup": {"timeoutSeconds": 300}}}, {"cleanup_timeout": 300}),
+    ("monitoring-all", {
+        "spiderpoolAgent": {"prometheus": {"enabled": True, "serviceMonitor": {"install": True},
+                                           "prometheusRule": {"install": True}}},
+        "spiderpoolController": {"prometheus": {"enabled": True, "serviceMonitor": {"install": True},
+                                                "prometheusRule": {"install": True}}},
+        "grafanaDashboard": {"install": True}, "dra": {"enabled": True}},
+     {"dra": True, "api": [VAP_API], "monitors": 2, "rules": 2, "dashboard": True,
+      "alerts": ["SpiderpoolIPAMAllocationFailure", "SpiderpoolIPAMHighAllocationDurations",
+                 "SpiderpoolIPAMReleaseFailure", "SpiderpoolDRAPrepareFailure", "SpiderpoolIPGCFailure",
+                 "SpiderpoolIPPoolNearlyExhausted", "SpiderpoolWebhookErrors"]}),
+    ("monitoring-some-alerts", {
+        "spiderpoolAgent": {"prometheus": {"prometheusRule": {
+            "install": True, "enableWarningIPAMHighAllocationDurations": False}}},
+        "spiderpoolController": {"prometheus": {"prometheusRule": {
+            "install": True, "enableWarningWebhookErrors": False, "ipPoolExhaustedRatio": 0.8}}}},
+     {"rules": 2, "alerts": ["SpiderpoolIPAMAllocationFailure", "SpiderpoolIPAMReleaseFailure",
+                             "SpiderpoolIPGCFailure", "SpiderpoolIPPoolNearlyExhausted"]}),
+    ("monitoring-bad-ratio", {"spiderpoolController": {"prometheus": {"prometheusRule": {"ipPoolExhaustedRatio": 2}}}},
+     {"fail": "ipPoolExhaustedRatio"}),
 ]
 
 
@@ -696,13 +951,16 @@ def check_case(helm, name, values, case, bins):
         expect(any(p["name"] == "metrics" for p in svc["spec"]["ports"]), f"Service {comp}: no metrics port")
     if "nic_include" in case:
         case.setdefault("flags", {})["nic-include"] = case["nic_include"]
-    af = flags(container(r.one("DaemonSet")["spec"]["template"]["spec"], "spiderpool-agent"))
+    af = flags(container(r.one("DaemonSet", "spiderpool-agent")["spec"]["template"]["spec"], "spiderpool-agent"))
     for k, v in case.get("flags", {}).items():
         expect(af.get(k) == v, f"agent --{k}={af.get(k)}, want {v}")
     if not case.get("flags"):
         for k in ("dra-cdi-version", "dra-rdma-library", "nic-include", "nic-exclude"):
             expect(k not in af, f"agent --{k} set by default")
     check_common(r, case, bins)
+    check_cleanup(r, case, bins)
+    check_multus(r, case)
+    check_monitoring(r, case)
 
 
 def check_package(helm):
