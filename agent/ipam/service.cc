@@ -4,6 +4,7 @@
 #include <set>
 
 #include "absl/strings/str_join.h"
+#include "api/kubevirt.h"
 #include "api/spider.h"
 #include "base/log.h"
 #include "base/status.h"
@@ -363,6 +364,11 @@ absl::StatusOr<std::optional<api::SpiderEndpoint>> IpamService::FindEndpoint(
   // UID and NIC and the endpoint write falls back to an update when it already exists.
   if (cache_only) return std::optional<api::SpiderEndpoint>();
   // DEL must know the endpoint's pools: one GET settles it.
+  return GetEndpoint(ns, name);
+}
+
+absl::StatusOr<std::optional<api::SpiderEndpoint>> IpamService::GetEndpoint(const std::string& ns,
+                                                                            const std::string& name) {
   absl::StatusOr<api::SpiderEndpoint> fresh = endpoints_.Get(ns, name);
   if (fresh.ok()) return std::optional<api::SpiderEndpoint>(*std::move(fresh));
   if (kube::IsNotFound(fresh.status())) return std::optional<api::SpiderEndpoint>();
@@ -449,7 +455,7 @@ absl::Status IpamService::WriteEndpoint(const std::optional<api::SpiderEndpoint>
                                         std::vector<api::IPAllocationDetail> details) {
   api::SpiderEndpoint ep;
   if (old.has_value()) ep = *old;
-  ep.metadata.name = pod.metadata.name;
+  ep.metadata.name = EndpointName(pod, owner);
   ep.metadata.namespace_ = pod.metadata.namespace_;
   if (std::find(ep.metadata.finalizers.begin(), ep.metadata.finalizers.end(),
                 api::kSpiderFinalizer) == ep.metadata.finalizers.end()) {
@@ -457,7 +463,7 @@ absl::Status IpamService::WriteEndpoint(const std::optional<api::SpiderEndpoint>
   }
   // StatefulSet (and KubeVirt) endpoints outlive their pod: no ownerReference (reference §1.4).
   ep.metadata.owner_references.clear();
-  if (owner.kind != "StatefulSet" && owner.kind != "VirtualMachineInstance") {
+  if (owner.kind != "StatefulSet" && !KubevirtStaticIP(owner)) {
     ep.metadata.owner_references.push_back(api::MakeOwnerReference(pod, /*controller=*/false));
   }
   ep.status = api::WorkloadEndpointStatus{
@@ -516,17 +522,83 @@ absl::StatusOr<bool> IpamService::ValidStatefulSetPod(const std::string& ns,
   return *ordinal >= start && *ordinal < start + replicas;
 }
 
+// ---- KubeVirt (reference §2.6) ---------------------------------------------------------------
+
+bool IpamService::KubevirtStaticIP(const sp::PodOwner& owner) const {
+  return options_.config.enable_kubevirt_static_ip &&
+         api::kubevirt::IsVMIOwner(owner.api_version, owner.kind);
+}
+
+std::string IpamService::EndpointName(const api::Pod& pod, const sp::PodOwner& owner) const {
+  return KubevirtStaticIP(owner) ? owner.name : pod.metadata.name;
+}
+
+bool IpamService::ConflictDetectionFor(const api::Pod& pod, const sp::PodOwner& owner) {
+  if (!options_.config.enable_ip_conflict_detection) return false;
+  if (!KubevirtStaticIP(owner)) return true;
+  auto job = pod.metadata.annotations.find(std::string(api::kubevirt::kAnnotationMigrationJobName));
+  if (job == pod.metadata.annotations.end() || job->second.empty()) return true;
+  // The target pod of a live migration: until the switch-over the source pod answers for
+  // this very IP, so a probe would always find a "conflict".
+  absl::StatusOr<base::Json> vmim = kube::DynamicClient(rest_, api::kubevirt::VMIMResource())
+                                        .Get(pod.metadata.namespace_, job->second);
+  if (vmim.ok()) return false;
+  if (!kube::IsNotFound(vmim.status())) {
+    SP_LOG(Warning).Msg("cannot read the VM's migration; IP conflict detection stays on")
+        .KV("pod", Key(pod.metadata.namespace_, pod.metadata.name)).KV("migration", job->second)
+        .KV("error", vmim.status().ToString());
+  }
+  return true;
+}
+
+absl::StatusOr<bool> IpamService::VMWantsItsIPs(const std::string& ns, const std::string& vmi) {
+  absl::StatusOr<bool> wants = api::kubevirt::VMWantsItsIPs([&](const api::ResourceInfo& r) {
+    return kube::DynamicClient(rest_, r).GetMetadata(ns, vmi);
+  });
+  if (!wants.ok()) return base::Annotate(wants.status(), base::StrCat("KubeVirt VM ", Key(ns, vmi)));
+  return wants;
+}
+
+std::optional<std::string> IpamService::VMIOfPod(const std::string& ns, const std::string& pod_name,
+                                                 const std::string& uid) {
+  // The pod, while it exists (the kubelet's DEL usually comes before the pod object goes).
+  std::shared_ptr<const api::Pod> pod = CachedPod(ns, pod_name);
+  if (pod == nullptr) {
+    absl::StatusOr<api::Pod> live = pods_.Get(ns, pod_name);
+    if (live.ok()) pod = std::make_shared<const api::Pod>(*std::move(live));
+  }
+  if (pod != nullptr && pod->metadata.uid == uid) {
+    const api::OwnerReference* ref = ControllerOf(pod->metadata);
+    if (ref == nullptr || !api::kubevirt::IsVMIOwner(ref->api_version, ref->kind)) {
+      return std::nullopt;
+    }
+    return ref->name;
+  }
+  // The pod is gone: the pool records of its UID name the VMI ("ns/vmi", not "ns/pod").
+  const std::string pod_key = Key(ns, pod_name);
+  for (const auto& p : pool_informer_.store().List()) {
+    absl::StatusOr<api::PoolIPAllocations> recs = p->AllocatedIPs();
+    if (!recs.ok()) continue;
+    for (const auto& [ip, rec] : *recs) {
+      if (rec.pod_uid != uid || rec.pod == pod_key) continue;
+      const size_t slash = rec.pod.find('/');
+      if (slash != std::string::npos && rec.pod.substr(0, slash) == ns) return rec.pod.substr(slash + 1);
+    }
+  }
+  return std::nullopt;
+}
+
 // ---- wire -----------------------------------------------------------------------------------
 
-ipamapi::IpamAddResponse IpamService::ToWire(
-    const std::vector<api::IPAllocationDetail>& details) const {
+ipamapi::IpamAddResponse IpamService::ToWire(const std::vector<api::IPAllocationDetail>& details,
+                                             bool conflict_detection) const {
   const sp::Reply reply = sp::ReplyFromDetails(details);
   ipamapi::IpamAddResponse out;
   for (const sp::ReplyIP& ip : reply.ips) {
     out.ips.push_back({.version = ip.version, .address = ip.address, .ip_pool = ip.pool,
                        .gateway = ip.gateway, .nic = ip.nic, .vlan = ip.vlan,
                        .enable_gateway_detection = options_.config.enable_gateway_detection,
-                       .enable_ip_conflict_detection = options_.config.enable_ip_conflict_detection});
+                       .enable_ip_conflict_detection = conflict_detection});
   }
   for (const sp::ReplyRoute& r : reply.routes) {
     out.routes.push_back({.if_name = r.if_name, .dst = r.dst, .gw = r.gw});
@@ -579,15 +651,23 @@ absl::StatusOr<ipamapi::IpamAddResponse> IpamService::DoAllocate(const ipamapi::
                       LivePod(args.pod_namespace, args.pod_name, args.pod_uid));
   failure->pod = pod;
   SP_ASSIGN_OR_RETURN(sp::PodOwner owner, ResolveOwner(*pod));
+  // A KubeVirt VM's IPs live under its VMI's name (reference §2.1 step 3).
+  const bool vm_pod = KubevirtStaticIP(owner);
+  // A VM's endpoint is also written by the agent of another node (the VM restarted there, or
+  // a live migration): read it live, never from a cache that may be behind.
   SP_ASSIGN_OR_RETURN(std::optional<api::SpiderEndpoint> endpoint,
-                      FindEndpoint(args.pod_namespace, args.pod_name, /*cache_only=*/true));
+                      vm_pod ? GetEndpoint(args.pod_namespace, EndpointName(*pod, owner))
+                             : FindEndpoint(args.pod_namespace, args.pod_name, /*cache_only=*/true));
   if (endpoint.has_value() && !endpoint->status.has_value()) endpoint.reset();
 
   if (endpoint.has_value()) {
     std::vector<api::IPAllocationDetail>& details = endpoint->status->current.ips;
     const bool same_pod = endpoint->status->current.uid == pod->metadata.uid;
-    const bool sts = options_.config.enable_stateful_set && owner.kind == "StatefulSet" &&
-                     endpoint->status->owner_controller_type == "StatefulSet";
+    // StatefulSet pods and KubeVirt VMs keep their IPs across pods (reference §2.6): the
+    // records move to the new pod.
+    const bool sts = (options_.config.enable_stateful_set && owner.kind == "StatefulSet" &&
+                      endpoint->status->owner_controller_type == "StatefulSet") ||
+                     (vm_pod && endpoint->status->owner_controller_type == api::kubevirt::kKindVMI);
     auto has_nic = [&] {
       return std::any_of(details.begin(), details.end(),
                          [&](const api::IPAllocationDetail& d) { return d.interface_ == args.if_name; });
@@ -612,7 +692,7 @@ absl::StatusOr<ipamapi::IpamAddResponse> IpamService::DoAllocate(const ipamapi::
         if (!same_pod || named_now || endpoint->status->current.node != options_.node_name) {
           SP_RETURN_IF_ERROR(WriteEndpoint(endpoint, *pod, owner, details));
         }
-        return ToWire(details);
+        return ToWire(details, ConflictDetectionFor(*pod, owner));
       }
     }
     if (!same_pod && !sts) {
@@ -669,7 +749,8 @@ absl::StatusOr<ipamapi::IpamAddResponse> IpamService::AllocateFresh(
   SP_ASSIGN_OR_RETURN(std::vector<api::Route> custom_routes,
                       sp::ParsePodRoutesAnnotation(pod.metadata.annotations));
 
-  const std::string pod_key = Key(pod.metadata.namespace_, pod.metadata.name);
+  // The records' owner: the pod, or the VMI whose name the endpoint carries.
+  const std::string pod_key = Key(pod.metadata.namespace_, EndpointName(pod, owner));
   std::vector<Taken> taken;
   std::vector<sp::NicAllocation> nics;
   absl::Status failed;
@@ -717,7 +798,7 @@ absl::StatusOr<ipamapi::IpamAddResponse> IpamService::AllocateFresh(
   }
   SP_LOG(Info).Msg("allocated").KV("pod", pod_key).KV("nic", args.if_name)
       .KV("container", args.container_id).KV("ips", taken.size());
-  return ToWire(result.details);
+  return ToWire(result.details, ConflictDetectionFor(pod, owner));
 }
 
 // ---- DEL ------------------------------------------------------------------------------------
@@ -750,6 +831,31 @@ absl::Status IpamService::DoRelease(const ipamapi::IpamDelArgs& args, absl::Time
     if (pod.ok()) uid = pod->metadata.uid;
   }
   if (uid.empty()) return absl::OkStatus();  // nothing of this pod is known anywhere
+
+  // A KubeVirt VM's pod: its IPs are kept under the VMI's name while the VM wants them.
+  if (options_.config.enable_kubevirt_static_ip &&
+      !(endpoint.has_value() && endpoint->status->current.uid == uid)) {
+    if (std::optional<std::string> vmi = VMIOfPod(args.pod_namespace, args.pod_name, uid)) {
+      SP_ASSIGN_OR_RETURN(std::optional<api::SpiderEndpoint> vm_endpoint,
+                          GetEndpoint(args.pod_namespace, *vmi));
+      if (vm_endpoint.has_value() && vm_endpoint->status.has_value() &&
+          vm_endpoint->status->owner_controller_type == api::kubevirt::kKindVMI) {
+        if (vm_endpoint->status->current.uid != uid) {
+          // A later pod of the VM (a restart or the target of a live migration) holds them.
+          SP_LOG(Info).Msg("the VM's IPs belong to its newer pod; nothing to release")
+              .KV("pod", Key(args.pod_namespace, args.pod_name)).KV("vmi", *vmi);
+          return absl::OkStatus();
+        }
+        SP_ASSIGN_OR_RETURN(bool wanted, VMWantsItsIPs(args.pod_namespace, *vmi));
+        if (wanted) {
+          SP_LOG(Info).Msg("keeping the IPs of a KubeVirt VM")
+              .KV("pod", Key(args.pod_namespace, args.pod_name)).KV("vmi", *vmi);
+          return absl::OkStatus();
+        }
+        endpoint = std::move(vm_endpoint);
+      }
+    }
+  }
 
   if (endpoint.has_value() && endpoint->status->current.uid == uid &&
       options_.config.enable_stateful_set &&

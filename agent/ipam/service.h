@@ -139,6 +139,9 @@ class IpamService : public IpamBackend {
   absl::StatusOr<std::optional<api::SpiderEndpoint>> FindEndpoint(const std::string& ns,
                                                                    const std::string& name,
                                                                    bool cache_only);
+  // The endpoint as the API server has it now (nullopt: none).
+  absl::StatusOr<std::optional<api::SpiderEndpoint>> GetEndpoint(const std::string& ns,
+                                                                 const std::string& name);
   absl::StatusOr<::spiderpool::ipam::SelectionRequest> BuildSelectionRequest(
       const api::Pod& pod, const ::spiderpool::ipam::PodOwner& owner,
       const ipamapi::IpamAddArgs& args);
@@ -197,7 +200,21 @@ class IpamService : public IpamBackend {
   // A StatefulSet pod whose StatefulSet still wants its ordinal (reference §2.6).
   absl::StatusOr<bool> ValidStatefulSetPod(const std::string& ns, const std::string& pod_name,
                                            const std::string& sts_name);
-  ipamapi::IpamAddResponse ToWire(const std::vector<api::IPAllocationDetail>& details) const;
+  // KubeVirt static IPs (reference §2.6): whether `owner` is a VMI and the feature is on; the
+  // endpoint (and record) name of a pod: its VMI's name then, else its own.
+  bool KubevirtStaticIP(const ::spiderpool::ipam::PodOwner& owner) const;
+  std::string EndpointName(const api::Pod& pod, const ::spiderpool::ipam::PodOwner& owner) const;
+  // enableIPConflictDetection for this pod's reply: off for the target pod of a VM's live
+  // migration (its VirtualMachineInstanceMigration exists), where the source still holds the IP.
+  bool ConflictDetectionFor(const api::Pod& pod, const ::spiderpool::ipam::PodOwner& owner);
+  // Whether the VM behind VMI `ns`/`vmi` still wants its IPs (api/kubevirt.h), from live GETs.
+  absl::StatusOr<bool> VMWantsItsIPs(const std::string& ns, const std::string& vmi);
+  // The VMI name of a released pod of UID `uid`: from the pod if it still exists, else from
+  // pool records of that UID kept under another name. nullopt: not a VM's pod.
+  std::optional<std::string> VMIOfPod(const std::string& ns, const std::string& pod_name,
+                                      const std::string& uid);
+  ipamapi::IpamAddResponse ToWire(const std::vector<api::IPAllocationDetail>& details,
+                                  bool conflict_detection) const;
   std::vector<std::string> PoolsOf(const api::SpiderEndpoint& endpoint) const;
 
   std::shared_ptr<kube::RestClient> rest_;

@@ -220,7 +220,8 @@ absl::Status IpamService::ReleasePodRecords(const std::vector<std::string>& pool
 
 absl::Status IpamService::ReassignRecords(const api::SpiderEndpoint& endpoint, const api::Pod& pod,
                                           const std::string& container_id, absl::Time deadline) {
-  sp::AllocationRequest owner{.pod = base::StrCat(pod.metadata.namespace_, "/", pod.metadata.name),
+  // The records' owner is the endpoint's name: the pod's, or its VMI's (KubeVirt).
+  sp::AllocationRequest owner{.pod = base::StrCat(endpoint.metadata.namespace_, "/", endpoint.metadata.name),
                               .pod_uid = pod.metadata.uid, .node = options_.node_name,
                               .container_id = container_id};
   std::map<std::string, std::vector<base::IPAddress>> by_pool;

@@ -117,6 +117,19 @@ absl::StatusOr<Json> DynamicClient::Get(std::string_view ns, std::string_view na
   return ParseBody(resp, r.path);
 }
 
+absl::StatusOr<std::optional<api::ObjectMeta>> DynamicClient::GetMetadata(
+    std::string_view ns, std::string_view name) const {
+  absl::StatusOr<Json> obj = Get(ns, name);
+  if (!obj.ok()) {
+    if (kube::IsNotFound(obj.status())) return std::optional<api::ObjectMeta>();
+    return obj.status();
+  }
+  api::DecodeErrors errs;
+  api::ObjectMeta meta = api::DecodeInto<api::ObjectMeta>((*obj).value("metadata", Json::object()), &errs);
+  if (!errs.ok()) return errs.ToStatus(base::StrCat(resource_.kind, " ", ns, "/", name, " metadata"));
+  return std::optional<api::ObjectMeta>(std::move(meta));
+}
+
 absl::StatusOr<Json> DynamicClient::List(std::string_view ns, const ListOptions& options) const {
   Request r;
   r.path = ResourcePath(resource_, ns);

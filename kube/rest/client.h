@@ -80,6 +80,9 @@ class DynamicClient {
   DynamicClient(std::shared_ptr<RestClient> rest, api::ResourceInfo resource);
 
   absl::StatusOr<base::Json> Get(std::string_view ns, std::string_view name) const;
+  // The object's metadata; nullopt when it does not exist (404).
+  absl::StatusOr<std::optional<api::ObjectMeta>> GetMetadata(std::string_view ns,
+                                                             std::string_view name) const;
   // One page (or everything when limit = 0): the list object as the server sent it.
   absl::StatusOr<base::Json> List(std::string_view ns, const ListOptions& options = {}) const;
   // Follows continue tokens (page size options.limit, 500 when 0). If a continue token expires

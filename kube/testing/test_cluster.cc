@@ -95,7 +95,7 @@ absl::StatusOr<std::shared_ptr<RestClient>> TestCluster::NewRest(double qps, int
   return RestClient::Create(std::move(cfg));
 }
 
-absl::Status TestCluster::ApplyCRDs(const std::string& dir) const {
+absl::Status TestCluster::ApplyCRDs(const std::string& dir, ApplyOptions options) const {
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) return absl::NotFoundError(base::StrCat("cannot open ", dir));
   std::vector<std::string> files;
@@ -116,7 +116,9 @@ absl::Status TestCluster::ApplyCRDs(const std::string& dir) const {
       if (doc.value("kind", "") != "CustomResourceDefinition") continue;
       std::string name = doc["metadata"].value("name", "");
       auto created = crds.Create(doc);
-      if (!created.ok() && kube::IsAlreadyExists(created.status())) {
+      if (!created.ok() && kube::IsAlreadyExists(created.status()) && options.keep_existing) {
+        // left as it is
+      } else if (!created.ok() && kube::IsAlreadyExists(created.status())) {
         auto existing = crds.Get("", name);
         if (!existing.ok()) return existing.status();
         doc["metadata"]["resourceVersion"] = (*existing)["metadata"]["resourceVersion"];

@@ -42,8 +42,13 @@ class TestCluster {
   absl::StatusOr<std::string> KubeconfigFor(const std::string& dir) const;
 
   // Creates (or replaces) every CustomResourceDefinition in the YAML files of `dir` and
-  // waits (bounded) until each is Established.
-  absl::Status ApplyCRDs(const std::string& dir) const;
+  // waits (bounded) until each is Established. keep_existing: a CRD that already exists is
+  // left as it is (stand-ins for another project's CRDs must not replace a real cluster's).
+  struct ApplyOptions {
+    bool keep_existing = false;
+  };
+  absl::Status ApplyCRDs(const std::string& dir, ApplyOptions options) const;
+  absl::Status ApplyCRDs(const std::string& dir) const { return ApplyCRDs(dir, ApplyOptions{}); }
 
  private:
   TestCluster() = default;

@@ -4,6 +4,7 @@
 #include <thread>
 #include <utility>
 
+#include "api/kubevirt.h"
 #include "base/log.h"
 #include "base/status.h"
 #include "base/strings.h"
@@ -104,7 +105,8 @@ IPGarbageCollector::IPGarbageCollector(GCOptions options, std::shared_ptr<kube::
                                    "Full scans of every SpiderIPPool by the IP garbage collector")
                        .WithLabels()) {
   for (GCReason r : {GCReason::kPodMissing, GCReason::kPodUIDMismatch, GCReason::kNodeMissing,
-                     GCReason::kPodTerminated, GCReason::kPodTerminating}) {
+                     GCReason::kPodTerminated, GCReason::kPodTerminating,
+                     GCReason::kKubevirtVMGone}) {
     gc_by_reason_.WithLabels({{"reason", std::string(GCReasonName(r))}});
     endpoint_gc_.WithLabels({{"reason", std::string(GCReasonName(r))}});
   }
@@ -163,6 +165,14 @@ void IPGarbageCollector::RegisterHandlers() {
                first_terminal_.erase(p.metadata.uid);
              }
              Enqueue(p.metadata.Key());
+             // A VM's pod: its IPs are kept under the VMI's name; look at them now (the VM
+             // may be being deleted) rather than at the next full scan.
+             for (const api::OwnerReference& r : p.metadata.owner_references) {
+               if (r.controller.value_or(false) &&
+                   api::kubevirt::IsVMIOwner(r.api_version, r.kind)) {
+                 Enqueue(base::StrCat(p.metadata.namespace_, "/", r.name));
+               }
+             }
            }});
   caches_.nodes->AddHandlers({.on_delete = [this](const api::Node& n) {
     if (!running_.load()) return;
@@ -267,6 +277,12 @@ PodFacts IPGarbageCollector::CachedFacts(const std::string& ns, const std::strin
   f.pod = caches_.pods->store().Get(key);
   f.endpoint = caches_.endpoints->store().Get(key);
   f.kubevirt_vm = IsKubevirtEndpoint(f.endpoint.get());
+  if (f.kubevirt_vm && options_.enable_kubevirt_static_ip) {
+    // KubeVirt objects are not cached (KubeVirt may not even be installed): ask. On an error
+    // the VM is assumed to want its IPs; nothing is reclaimed on a guess.
+    absl::StatusOr<bool> wants = VMWantsItsIPs(ns, name);
+    f.kubevirt_vm_wants_ips = !wants.ok() || *wants;
+  }
   if (f.pod != nullptr && !f.pod->spec.node_name.empty()) {
     auto node = caches_.nodes->store().Get(f.pod->spec.node_name);
     f.node_exists = node != nullptr;
@@ -287,6 +303,9 @@ absl::StatusOr<PodFacts> IPGarbageCollector::LiveFacts(const std::string& ns,
   SP_ASSIGN_OR_RETURN(f.pod, GetOrNull(pods_, ns, name));
   SP_ASSIGN_OR_RETURN(f.endpoint, GetOrNull(endpoints_, ns, name));
   f.kubevirt_vm = IsKubevirtEndpoint(f.endpoint.get());
+  if (f.kubevirt_vm && options_.enable_kubevirt_static_ip) {
+    SP_ASSIGN_OR_RETURN(f.kubevirt_vm_wants_ips, VMWantsItsIPs(ns, name));
+  }
   if (f.pod != nullptr && !f.pod->spec.node_name.empty()) {
     SP_ASSIGN_OR_RETURN(auto node, GetOrNull(nodes_, "", f.pod->spec.node_name));
     f.node_exists = node != nullptr;
@@ -299,6 +318,13 @@ absl::StatusOr<PodFacts> IPGarbageCollector::LiveFacts(const std::string& ns,
     }
   }
   return f;
+}
+
+absl::StatusOr<bool> IPGarbageCollector::VMWantsItsIPs(const std::string& ns,
+                                                       const std::string& vmi) const {
+  return api::kubevirt::VMWantsItsIPs([&](const api::ResourceInfo& r) {
+    return kube::DynamicClient(rest_, r).GetMetadata(ns, vmi);
+  });
 }
 
 void IPGarbageCollector::NoteTerminal(PodFacts* facts, absl::Time now) {

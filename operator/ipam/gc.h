@@ -127,6 +127,8 @@ class IPGarbageCollector : public kube::Runnable {
   std::vector<Record> CachedRecords(const std::string& key) const;
   PodFacts CachedFacts(const std::string& ns, const std::string& name) const;
   absl::StatusOr<PodFacts> LiveFacts(const std::string& ns, const std::string& name) const;
+  // Whether the KubeVirt VM behind VMI `ns`/`vmi` still wants its IPs (live GETs).
+  absl::StatusOr<bool> VMWantsItsIPs(const std::string& ns, const std::string& vmi) const;
   void NoteTerminal(PodFacts* facts, absl::Time now);
   // Frees `node`'s reservations `ips` in `pool` once a live read confirms the node is gone.
   void ReleaseReservationsOfGoneNode(const std::string& pool, const std::string& node,

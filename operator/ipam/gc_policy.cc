@@ -57,6 +57,7 @@ std::string_view GCReasonName(GCReason reason) {
     case GCReason::kNodeMissing: return "node_missing";
     case GCReason::kPodTerminated: return "pod_terminated";
     case GCReason::kPodTerminating: return "pod_terminating";
+    case GCReason::kKubevirtVMGone: return "kubevirt_vm_gone";
   }
   return "unknown";
 }
@@ -100,7 +101,8 @@ std::optional<absl::Time> TerminatingDeadline(const GCPolicy& policy, const api:
 Verdict Decide(const GCPolicy& policy, const PodFacts& facts, std::string_view uid,
                std::string_view ip, absl::Time now) {
   if (policy.enable_kubevirt_static_ip && facts.kubevirt_vm) {
-    return Keep("KubeVirt VM (static IP)");
+    if (facts.kubevirt_vm_wants_ips) return Keep("KubeVirt VM (static IP)");
+    return Reclaim(GCReason::kKubevirtVMGone, "the KubeVirt VM and its VMI are gone or being deleted");
   }
   const bool sts = policy.enable_statefulset && facts.valid_statefulset_pod;
   const api::Pod* pod = facts.pod.get();

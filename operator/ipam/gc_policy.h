@@ -34,9 +34,16 @@
 
 namespace spiderpool::op::ipam {
 
-enum class GCReason { kPodMissing, kPodUIDMismatch, kNodeMissing, kPodTerminated, kPodTerminating };
-// "pod_missing" | "pod_uid_mismatch" | "node_missing" | "pod_terminated" | "pod_terminating":
-// the `reason` label of the GC metrics.
+enum class GCReason {
+  kPodMissing,
+  kPodUIDMismatch,
+  kNodeMissing,
+  kPodTerminated,
+  kPodTerminating,
+  kKubevirtVMGone,
+};
+// "pod_missing" | "pod_uid_mismatch" | "node_missing" | "pod_terminated" | "pod_terminating" |
+// "kubevirt_vm_gone": the `reason` label of the GC metrics.
 std::string_view GCReasonName(GCReason reason);
 
 struct GCPolicy {
@@ -46,8 +53,8 @@ struct GCPolicy {
   bool gc_terminating_pod_on_ready_node = true;
   bool gc_terminating_pod_on_not_ready_node = true;
   // enableKubevirtStaticIP: records of KubeVirt VMs (their endpoint's ownerControllerType is
-  // VirtualMachineInstance; the record names the VM, not a pod) are kept. VM validity is not
-  // checked here (no KubeVirt types): they are never reclaimed while this is on.
+  // VirtualMachineInstance; the record names the VMI, not a pod) are kept while the VM wants
+  // them (api/kubevirt.h VMWantsItsIPs) and reclaimed once it does not.
   bool enable_kubevirt_static_ip = true;
 };
 
@@ -59,6 +66,7 @@ struct PodFacts {
   bool node_ready = true;
   bool valid_statefulset_pod = false;  // see IsValidStatefulSetPod
   bool kubevirt_vm = false;  // the endpoint's ownerControllerType is VirtualMachineInstance
+  bool kubevirt_vm_wants_ips = true;  // kubevirt_vm: the VMI or its VM still exists (live)
   // When the GC first saw this pod Succeeded/Failed: used when no container has finishedAt.
   std::optional<absl::Time> first_seen_terminal;
 };

@@ -153,10 +153,15 @@ TEST(GCPolicy, ValidStatefulSetPodsAreNeverReclaimed) {
   EXPECT_EQ(Decide(policy, gone, "u1", "10.0.0.1", kNow).action, Action::kReclaim);
 }
 
-TEST(GCPolicy, KubevirtVMsAreKept) {
+TEST(GCPolicy, KubevirtVMsAreKeptWhileTheVMWantsThem) {
   PodFacts vm;  // no pod named like the VM
   vm.kubevirt_vm = true;
   EXPECT_EQ(Decide(GCPolicy{}, vm, "u1", "10.0.0.1", kNow).action, Action::kKeep);
+  PodFacts gone = vm;
+  gone.kubevirt_vm_wants_ips = false;
+  Verdict v = Decide(GCPolicy{}, gone, "u1", "10.0.0.1", kNow);
+  EXPECT_EQ(v.action, Action::kReclaim);
+  EXPECT_EQ(GCReasonName(v.reason), "kubevirt_vm_gone");
   GCPolicy off;
   off.enable_kubevirt_static_ip = false;
   EXPECT_EQ(Decide(off, vm, "u1", "10.0.0.1", kNow).action, Action::kReclaim);

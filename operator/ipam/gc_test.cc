@@ -9,6 +9,7 @@
 #include <atomic>
 #include <thread>
 
+#include "api/kubevirt.h"
 #include "kube/controller/manager.h"
 #include "kube/leaderelection/lease_lock.h"
 #include "kube/rest/errors.h"
@@ -347,6 +348,65 @@ TEST_F(GCTest, StatefulSetPodIPsSurviveRecreationAndGoOnScaleDown) {
   ASSERT_TRUE(WaitUntil([&] { return !HasEndpoint("web-1"); }));
   EXPECT_TRUE(HasRecord("10.253.0.60"));
   EXPECT_TRUE(HasEndpoint("web-0"));
+}
+
+// KubeVirt (reference §2.6, §2.10): a VM's record names its VMI, not a pod; it is kept across
+// the VM's pods while the VM exists, and reclaimed (with the endpoint) once the VM is deleted.
+TEST_F(GCTest, KubevirtVMIPsAreKeptUntilTheVMIsDeleted) {
+  ASSERT_TRUE(env_->cluster()
+                  .ApplyCRDs("kube/testing/testdata/kubevirt-crds", {.keep_existing = true})
+                  .ok());
+  kube::DynamicClient vms(env_->rest(), api::kubevirt::VMResource());
+  kube::DynamicClient vmis(env_->rest(), api::kubevirt::VMIResource());
+  const std::string ns = env_->ns();
+  auto vm = vms.Create({{"apiVersion", "kubevirt.io/v1"}, {"kind", "VirtualMachine"},
+                        {"metadata", {{"name", "vm1"}, {"namespace", ns}}}, {"spec", base::Json::object()}});
+  ASSERT_TRUE(vm.ok()) << vm.status();
+  auto vmi = vmis.Create(
+      {{"apiVersion", "kubevirt.io/v1"}, {"kind", "VirtualMachineInstance"},
+       {"metadata", {{"name", "vm1"}, {"namespace", ns},
+                     {"ownerReferences", {{{"apiVersion", "kubevirt.io/v1"}, {"kind", "VirtualMachine"},
+                                           {"name", "vm1"}, {"uid", (*vm)["metadata"]["uid"]},
+                                           {"controller", true}}}}}},
+       {"spec", base::Json::object()}});
+  ASSERT_TRUE(vmi.ok()) << vmi.status();
+  const api::OwnerReference owner{.api_version = "kubevirt.io/v1", .kind = "VirtualMachineInstance",
+                                  .name = "vm1", .uid = (*vmi)["metadata"]["uid"].get<std::string>(),
+                                  .controller = true};
+  auto first = env_->CreatePod("virt-launcher-vm1-aaaaa", {.node = node_, .owners = {owner}});
+  ASSERT_TRUE(first.ok()) << first.status();
+  AddRecord("10.253.0.70", "vm1", first->metadata.uid);
+  ASSERT_TRUE(env_->CreateEndpoint("vm1", first->metadata.uid, node_, "10.253.0.70/16", pool_,
+                                   "VirtualMachineInstance", "vm1")
+                  .ok());
+  StartGC();
+
+  // No pod is named "vm1": the VM's record is kept all the same, also once its pod is gone.
+  auto r = gc_->ReconcilePod(ns, "vm1");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(HasRecord("10.253.0.70"));
+  ASSERT_TRUE(env_->DeletePod(first->metadata.name).ok());
+  ASSERT_TRUE(WaitPodCache(first->metadata.name, [](const api::Pod* p) { return p == nullptr; }));
+  r = gc_->ReconcilePod(ns, "vm1");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(HasRecord("10.253.0.70"));
+  EXPECT_TRUE(HasEndpoint("vm1"));
+
+  // The VM restarted (a new pod holds the record), then the VM is deleted: the pod's deletion
+  // alone brings the GC to the VM's record, without waiting for a full scan.
+  auto second = env_->CreatePod("virt-launcher-vm1-bbbbb", {.node = node_, .owners = {owner}});
+  ASSERT_TRUE(second.ok()) << second.status();
+  AddRecord("10.253.0.70", "vm1", second->metadata.uid);
+  ASSERT_TRUE(vms.Delete(ns, "vm1").ok());
+  absl::Status vmi_deleted = vmis.Delete(ns, "vm1");  // the GC may be deleting it already
+  ASSERT_TRUE(vmi_deleted.ok() || kube::IsNotFound(vmi_deleted)) << vmi_deleted;
+  ASSERT_TRUE(WaitUntil([&] { return !vms.Get(ns, "vm1").ok() && !vmis.Get(ns, "vm1").ok(); }));
+  const int64_t scans = gc_->scans();
+  ASSERT_TRUE(env_->DeletePod(second->metadata.name).ok());
+  ASSERT_TRUE(WaitReclaimed("10.253.0.70"));
+  ASSERT_TRUE(WaitUntil([&] { return !HasEndpoint("vm1"); }));
+  EXPECT_EQ(gc_->scans(), scans) << "reclaimed by the pod's event, not by a scan";
+  EXPECT_EQ(Metric("spiderpool_ip_gc_total{reason=\"kubevirt_vm_gone\"}"), "1");
 }
 
 TEST_F(GCTest, StatefulSetOrdinalsStartIsHonoured) {
