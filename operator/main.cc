@@ -208,7 +208,8 @@ int main(int argc, char** argv) {
   absl::StatusOr<op::multus::MultusConfigController*> multus =
       op::multus::AddToManager(&manager, *rest, {.registry = &registry});
   if (!multus.ok()) return Fail("SpiderMultusConfig controller", multus.status());
-  // SpiderSubnet auto pools for applications (shares the pool/subnet/reserved/sts caches).
+  // SpiderSubnet auto pools for applications (shares the pool/subnet/reserved/sts caches, and
+  // the pods: third-party applications are seen through them).
   absl::StatusOr<op::subnet::AutoPoolController*> auto_pools = op::subnet::AddToManager(
       &manager, *rest,
       {.enable_spider_subnet = absl::GetFlag(FLAGS_enable_spider_subnet),
@@ -219,7 +220,7 @@ int main(int argc, char** argv) {
        .enable_ipv6 = absl::GetFlag(FLAGS_enable_ipv6),
        .registry = &registry},
       {.pools = &pools, .subnets = &subnets, .reserved_ips = &reserved,
-       .statefulsets = &statefulsets});
+       .statefulsets = &statefulsets, .pods = &pods});
   if (!auto_pools.ok()) return Fail("SpiderSubnet auto-pool controller", auto_pools.status());
   // SpiderCoordinator status: pod/service CIDRs and phase (its own small informers: the
   // coordinators, kube-system's control-plane pods, kubeadm-config and cilium-config).

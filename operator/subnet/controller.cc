@@ -33,15 +33,38 @@ std::string ApiVersionOfKind(std::string_view kind) {
 }
 
 struct AppKeyParts {
+  std::string api_version;  // "" for our kinds (ApiVersionOfKind)
   std::string kind, ns, name;
 };
 std::optional<AppKeyParts> ParseAppKey(std::string_view key) {
+  std::string api_version;
+  // "apiVersion:Kind/ns/name" for a third-party application (no name or kind holds ':').
+  if (const size_t colon = key.find(':'); colon != std::string_view::npos) {
+    api_version = std::string(key.substr(0, colon));
+    key.remove_prefix(colon + 1);
+  }
   const size_t a = key.find('/');
   if (a == std::string_view::npos) return std::nullopt;
   const size_t b = key.find('/', a + 1);
   if (b == std::string_view::npos) return std::nullopt;
-  return AppKeyParts{std::string(key.substr(0, a)), std::string(key.substr(a + 1, b - a - 1)),
-                     std::string(key.substr(b + 1))};
+  return AppKeyParts{std::move(api_version), std::string(key.substr(0, a)),
+                     std::string(key.substr(a + 1, b - a - 1)), std::string(key.substr(b + 1))};
+}
+// The controller owner reference of a pod whose controller is not one of the kinds our
+// workload informers see (a third-party controller: OpenKruise CloneSet, ...).
+const api::OwnerReference* ThirdPartyControllerOf(const api::Pod& pod) {
+  for (const api::OwnerReference& r : pod.metadata.owner_references) {
+    if (!r.controller.value_or(false)) continue;
+    if (r.api_version == "v1" || ApiVersionOfKind(r.kind) == r.api_version) return nullptr;
+    return &r;
+  }
+  return nullptr;
+}
+// The inverse of ipam::ApplicationLabelGV ("apps.kruise.io_v1alpha1" -> "apps.kruise.io/v1alpha1";
+// group names have no '_').
+std::string ApiVersionOfLabelGV(std::string gv) {
+  if (size_t pos = gv.find('_'); pos != std::string::npos) gv[pos] = '/';
+  return gv;
 }
 
 bool ConflictLike(const absl::Status& s) { return kube::IsConflict(s) || kube::IsAlreadyExists(s); }
@@ -83,6 +106,17 @@ std::vector<std::string> ApplicationsOf(const api::SpiderSubnet& subnet) {
 std::string AutoPoolController::AppKey(std::string_view kind, std::string_view ns,
                                        std::string_view name) {
   return StrCat(kind, "/", ns, "/", name);
+}
+
+std::string AutoPoolController::ThirdPartyAppKey(std::string_view api_version,
+                                                 std::string_view kind, std::string_view ns,
+                                                 std::string_view name) {
+  return StrCat(api_version, ":", kind, "/", ns, "/", name);
+}
+
+std::string AutoPoolController::KeyOf(const Application& app) const {
+  if (ApiVersionOfKind(app.kind) == app.api_version) return AppKey(app.kind, app.namespace_, app.name);
+  return ThirdPartyAppKey(app.api_version, app.kind, app.namespace_, app.name);
 }
 
 AutoPoolController::AutoPoolController(AutoPoolOptions options,
@@ -148,7 +182,7 @@ bool AutoPoolController::Synced() const {
   return inf_.pools->HasSynced() && inf_.subnets->HasSynced() && inf_.reserved_ips->HasSynced() &&
          inf_.deployments->HasSynced() && inf_.replicasets->HasSynced() &&
          inf_.statefulsets->HasSynced() && inf_.daemonsets->HasSynced() && inf_.jobs->HasSynced() &&
-         inf_.cronjobs->HasSynced();
+         inf_.cronjobs->HasSynced() && (inf_.pods == nullptr || inf_.pods->HasSynced());
 }
 
 void AutoPoolController::EnqueueApp(const Application& app, bool deleted) {
@@ -161,15 +195,18 @@ void AutoPoolController::EnqueueApp(const Application& app, bool deleted) {
   if (!relevant || deleted) {
     relevant = relevant || !inf_.pools->store().ByIndex(kPoolAppIndex, IdentityKey(app)).empty();
   }
-  if (relevant) ctrl_->EnqueueKey(AppKey(app.kind, app.namespace_, app.name));
+  if (relevant) ctrl_->EnqueueKey(KeyOf(app));
 }
 
 void AutoPoolController::EnqueuePool(const api::SpiderIPPool& pool) {
   std::optional<PoolOwner> o = PoolOwnerOf(pool);
   if (!o.has_value() || !InScope(o->namespace_)) return;
   const std::string api_version = ApiVersionOfKind(o->kind);
-  if (api_version.empty() || dipam::ApplicationLabelGV(api_version) != o->gv) return;
-  ctrl_->EnqueueKey(AppKey(o->kind, o->namespace_, o->name));
+  if (!api_version.empty() && dipam::ApplicationLabelGV(api_version) == o->gv) {
+    ctrl_->EnqueueKey(AppKey(o->kind, o->namespace_, o->name));
+  } else if (inf_.pods != nullptr && o->gv.find('_') != std::string::npos) {
+    ctrl_->EnqueueKey(ThirdPartyAppKey(ApiVersionOfLabelGV(o->gv), o->kind, o->namespace_, o->name));
+  }
 }
 
 void AutoPoolController::AddWaiting(const std::string& subnet, const std::string& key) {
@@ -213,6 +250,23 @@ void AutoPoolController::RegisterHandlers() {
   apps(inf_.daemonsets);
   apps(inf_.jobs);
   apps(inf_.cronjobs);
+  if (inf_.pods != nullptr) {
+    // Third-party applications are seen through their pods (reference §2.7: the pool's size
+    // is the pods' fixed ippool-ip-number, so one pod tells all).
+    auto on_pod = [this](const api::Pod& pod, bool deleted) {
+      const api::OwnerReference* ref = ThirdPartyControllerOf(pod);
+      if (ref == nullptr) return;
+      Application app{.api_version = ref->api_version, .kind = ref->kind,
+                      .namespace_ = pod.metadata.namespace_, .name = ref->name, .uid = ref->uid,
+                      .pod_annotations = pod.metadata.annotations,
+                      .host_network = pod.spec.host_network};
+      EnqueueApp(app, deleted || pod.metadata.IsDeleting());
+    };
+    inf_.pods->AddHandlers(
+        {.on_add = [on_pod](const api::Pod& p) { on_pod(p, false); },
+         .on_update = [on_pod](const api::Pod&, const api::Pod& p) { on_pod(p, false); },
+         .on_delete = [on_pod](const api::Pod& p) { on_pod(p, true); }});
+  }
 
   inf_.pools->AddHandlers({.on_add = [this](const api::SpiderIPPool& p) { EnqueuePool(p); },
                            .on_update = [this](const api::SpiderIPPool&,
@@ -256,6 +310,36 @@ absl::Status AutoPoolController::Run(std::stop_token stop) {
   return s;
 }
 
+std::optional<Application> AutoPoolController::LookupThirdPartyApp(
+    std::string_view api_version, std::string_view kind, std::string_view ns,
+    std::string_view name, std::string* any_uid) const {
+  any_uid->clear();
+  if (inf_.pods == nullptr) return std::nullopt;
+  std::shared_ptr<const api::Pod> newest;
+  for (const std::shared_ptr<const api::Pod>& pod : inf_.pods->store().List()) {
+    if (pod->metadata.namespace_ != ns) continue;
+    const api::OwnerReference* ref = ThirdPartyControllerOf(*pod);
+    if (ref == nullptr || ref->api_version != api_version || ref->kind != kind || ref->name != name) {
+      continue;
+    }
+    if (any_uid->empty() || !pod->metadata.IsDeleting()) *any_uid = ref->uid;
+    if (pod->metadata.IsDeleting() || !HasSubnetAnnotation(pod->metadata.annotations)) continue;
+    auto created = [](const api::Pod& p) {
+      return p.metadata.creation_timestamp.has_value() ? p.metadata.creation_timestamp->value
+                                                       : absl::InfinitePast();
+    };
+    if (newest == nullptr || created(*newest) < created(*pod)) {
+      newest = pod;
+    }
+  }
+  if (newest == nullptr) return std::nullopt;
+  const api::OwnerReference* ref = ThirdPartyControllerOf(*newest);
+  return Application{.api_version = ref->api_version, .kind = ref->kind,
+                     .namespace_ = newest->metadata.namespace_, .name = ref->name,
+                     .uid = ref->uid, .pod_annotations = newest->metadata.annotations,
+                     .host_network = newest->spec.host_network};
+}
+
 std::optional<Application> AutoPoolController::LookupApp(std::string_view kind, std::string_view ns,
                                                          std::string_view name) const {
   const std::string key = StrCat(ns, "/", name);
@@ -295,9 +379,14 @@ void AutoPoolController::Warn(const Application& app, const std::string& reason,
 absl::StatusOr<kube::ReconcileResult> AutoPoolController::Reconcile(const std::string& key) {
   std::optional<AppKeyParts> k = ParseAppKey(key);
   if (!k.has_value()) return kube::ReconcileResult{};
-  const std::string api_version = ApiVersionOfKind(k->kind);
+  const bool third_party = !k->api_version.empty();
+  const std::string api_version = third_party ? k->api_version : ApiVersionOfKind(k->kind);
   if (api_version.empty()) return kube::ReconcileResult{};
-  std::optional<Application> app = LookupApp(k->kind, k->ns, k->name);
+  // A third-party application's pools go when no pod of it is left (we cannot watch its kind).
+  std::string third_party_uid;
+  std::optional<Application> app =
+      third_party ? LookupThirdPartyApp(api_version, k->kind, k->ns, k->name, &third_party_uid)
+                  : LookupApp(k->kind, k->ns, k->name);
   const auto app_pools = inf_.pools->store().ByIndex(
       kPoolAppIndex, IdentityKey(dipam::ApplicationLabelGV(api_version), k->kind, k->ns, k->name));
 
@@ -313,7 +402,14 @@ absl::StatusOr<kube::ReconcileResult> AutoPoolController::Reconcile(const std::s
                                          .enable_ipv6 = options_.enable_ipv6,
                                          .cluster_subnet_default_flexible_ip_number =
                                              options_.cluster_subnet_default_flexible_ip_number});
-    if (w.ok()) {
+    if (w.ok() && third_party &&
+        std::any_of(w->begin(), w->end(),
+                    [](const AutoPoolWant& want) { return want.ip_number_annotation.starts_with("+"); })) {
+      // Upstream getAutoPoolIPNumber: the size of a third-party app is unknown to us.
+      Warn(*app, "InvalidSubnetAnnotation",
+           StrCat(app->kind, "/", app->namespace_, "/", app->name,
+                  " only supports fixed auto-created IPPool IP Number"));
+    } else if (w.ok()) {
       wants = *std::move(w);
     } else {
       Warn(*app, "InvalidSubnetAnnotation",
@@ -322,7 +418,7 @@ absl::StatusOr<kube::ReconcileResult> AutoPoolController::Reconcile(const std::s
   }
 
   // 1. Reclaim the pools of a deleted (or re-created) application.
-  note(DeleteReclaimedPools(app_pools, app.has_value() ? app->uid : ""));
+  note(DeleteReclaimedPools(app_pools, app.has_value() ? app->uid : third_party_uid));
 
   // 2. Create / scale the wanted pools.
   bool waiting = false;

@@ -109,12 +109,18 @@ struct Informers {
   kube::Informer<api::DaemonSet>* daemonsets = nullptr;
   kube::Informer<api::Job>* jobs = nullptr;
   kube::Informer<api::CronJob>* cronjobs = nullptr;
+  // Pods, for applications of third-party controllers (OpenKruise CloneSet, ...): never created
+  // here (the binary shares its pod informer); null = no auto pools for third-party apps.
+  kube::Informer<api::Pod>* pods = nullptr;
 };
 
 class AutoPoolController : public kube::Runnable {
  public:
   // Work-queue key of an application: "Deployment/ns/name".
   static std::string AppKey(std::string_view kind, std::string_view ns, std::string_view name);
+  // Work-queue key of a third-party application: "apps.kruise.io/v1alpha1:CloneSet/ns/name".
+  static std::string ThirdPartyAppKey(std::string_view api_version, std::string_view kind,
+                                      std::string_view ns, std::string_view name);
   // Index on the pool informer: IdentityKey of an auto pool's owner labels.
   static constexpr char kPoolAppIndex[] = "spiderpool.op.subnet/application";
   // Index on the subnet informer: the `application` strings of its controlledIPPools.
@@ -148,6 +154,13 @@ class AutoPoolController : public kube::Runnable {
   bool Synced() const;
   bool InScope(std::string_view ns) const;
 
+  // A third-party application as its pods show it: the annotations of its newest live pod;
+  // nullopt when none is live. *any_uid: the controller UID that some pod (live or not) still
+  // names, "" when no pod of the application is left.
+  std::optional<Application> LookupThirdPartyApp(std::string_view api_version,
+                                                 std::string_view kind, std::string_view ns,
+                                                 std::string_view name, std::string* any_uid) const;
+  std::string KeyOf(const Application& app) const;
   std::optional<Application> LookupApp(std::string_view kind, std::string_view ns,
                                        std::string_view name) const;
   // Step 2 for one wanted pool; sets *pool_name to the pool's name.

@@ -134,7 +134,8 @@ class AutoPoolTest : public ::testing::Test {
     op::ipam::Caches c = env_->caches();
     ctrl_ = std::make_unique<AutoPoolController>(
         std::move(o), env_->rest(),
-        Informers{.pools = c.pools, .subnets = c.subnets, .reserved_ips = c.reserved_ips});
+        Informers{.pools = c.pools, .subnets = c.subnets, .reserved_ips = c.reserved_ips,
+                  .pods = c.pods});
     pool_ctrl_ = std::make_unique<op::ipam::PoolController>(
         op::ipam::PoolControllerOptions{.registry = &env_->registry()}, env_->rest(), c);
     informers_ = env_->RunInformers();
@@ -759,6 +760,75 @@ TEST_F(AutoPoolTest, BadAnnotationIsAnEvent) {
   CreateSubnet(SubnetName("missing"), "10.252.11.0/24", {"10.252.11.10-10.252.11.60"});
   ASSERT_TRUE(WaitPool("nosubnet", {"10.252.11.10-10.252.11.11"}).has_value())
       << PoolsDump("nosubnet");
+}
+
+// A third-party controller (reference §2.7: OpenKruise CloneSet, ...): no informer of its kind,
+// so its pods tell the controller what to create; only a fixed ippool-ip-number is accepted;
+// the pool goes (reclaim) when no pod of the application is left.
+TEST_F(AutoPoolTest, ThirdPartyAppGetsAFixedSizePoolFromItsPods) {
+  const std::string subnet = SubnetName("s12");
+  CreateSubnet(subnet, "10.252.12.0/24", {"10.252.12.10-10.252.12.60"});
+  Start();
+  kube::Client<api::Pod> pods(env_->rest());
+  auto clone_pod = [&](const std::string& name, const std::string& app, const std::string& uid,
+                       std::map<std::string, std::string> annotations) {
+    api::Pod pod;
+    pod.metadata.namespace_ = env_->ns();
+    pod.metadata.name = name;
+    pod.metadata.annotations = std::move(annotations);
+    pod.metadata.owner_references.push_back({.api_version = "apps.kruise.io/v1alpha1",
+                                             .kind = "CloneSet", .name = app, .uid = uid,
+                                             .controller = true});
+    pod.spec.containers.push_back({.name = "c", .image = "registry.k8s.io/pause:3.9"});
+    pod.spec.unknown = {{"nodeSelector", {{"spiderpool.test/never", "true"}}}};
+    auto out = pods.Create(pod);
+    EXPECT_TRUE(out.ok()) << out.status();
+  };
+  const std::string uid = "5e7b0d1c-0000-4000-8000-00000000c10e";
+  clone_pod("clone-a", "clone", uid, SubnetAnno(subnet, {{"ipam.spidernet.io/ippool-ip-number", "3"}}));
+  clone_pod("clone-b", "clone", uid, SubnetAnno(subnet, {{"ipam.spidernet.io/ippool-ip-number", "3"}}));
+  auto pool = WaitPool("clone", {"10.252.12.10-10.252.12.12"});
+  ASSERT_TRUE(pool.has_value()) << PoolsDump("clone");
+  EXPECT_EQ(pool->metadata.name, dipam::AutoPoolName("clone", 4, "eth0", uid));
+  const auto& l = pool->metadata.labels;
+  EXPECT_EQ(l.at("ipam.spidernet.io/owner-application-gv"), "apps.kruise.io_v1alpha1");
+  EXPECT_EQ(l.at("ipam.spidernet.io/owner-application-kind"), "CloneSet");
+  EXPECT_EQ(l.at("ipam.spidernet.io/owner-application-uid"), uid);
+  EXPECT_EQ(pool->metadata.annotations.at("ipam.spidernet.io/ippool-ip-number"), "3");
+  ASSERT_TRUE(WaitConsistent(subnet)) << Inconsistency(subnet);
+  EXPECT_EQ(Records(subnet).at(pool->metadata.name).application,
+            StrCat("apps.kruise.io_v1alpha1_CloneSet_", env_->ns(), "_clone"));
+
+  // What the agent selects for such a pod is that pool (no UID label match for third parties).
+  dipam::SelectionRequest req;
+  req.pod = {.namespace_ = env_->ns(), .name = "clone-a", .uid = "pod-uid",
+             .annotations = SubnetAnno(subnet, {{"ipam.spidernet.io/ippool-ip-number", "3"}}),
+             .owner = {.api_version = "apps.kruise.io/v1alpha1", .kind = "CloneSet",
+                       .namespace_ = env_->ns(), .name = "clone", .uid = uid}};
+  req.node.name = "node-1";
+  req.if_name = "eth0";
+  auto all = kube::Client<api::SpiderIPPool>(env_->rest()).List("");
+  ASSERT_TRUE(all.ok());
+  std::vector<const api::SpiderIPPool*> refs;
+  for (const auto& p : all->items) refs.push_back(&p);
+  auto sel = dipam::SelectPools(req, dipam::SelectionConfig{}, refs);
+  ASSERT_TRUE(sel.ok()) << sel.status();
+  EXPECT_EQ(sel->nics[0].ipv4_pools, std::vector<std::string>{pool->metadata.name});
+
+  // A flexible number cannot size a kind we cannot read: an Event, no pool.
+  clone_pod("flex-a", "flex", "5e7b0d1c-0000-4000-8000-00000000f1e8", SubnetAnno(subnet));
+  std::string message;
+  ASSERT_TRUE(WaitEvent("flex", "InvalidSubnetAnnotation", &message));
+  EXPECT_NE(message.find("only supports fixed auto-created IPPool IP Number"), std::string::npos)
+      << message;
+  EXPECT_TRUE(AppPools("flex").empty());
+
+  // Every pod of the CloneSet is gone: the reclaimable pool goes and its IPs return.
+  for (const char* name : {"clone-a", "clone-b"}) {
+    ASSERT_TRUE(pods.Delete(env_->ns(), name, {.grace_period_seconds = 0}).ok());
+  }
+  ASSERT_TRUE(WaitUntil([&] { return AppPools("clone").empty(); })) << PoolsDump("clone");
+  ASSERT_TRUE(WaitUntil([&] { return Records(subnet).empty(); }));
 }
 
 // The one-call wiring: AddToManager on a Manager, informers made and run by the controller.
