@@ -20,6 +20,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
 #include "base/log.h"
 #include "base/sigpipe.h"
 #include "base/status.h"
@@ -295,6 +296,21 @@ absl::StatusOr<std::unique_ptr<IpamServer>> IpamServer::Start(ServerOptions opti
     if (ec) {
       return absl::UnavailableError(base::StrCat("creating ", path.parent_path().string(), ": ",
                                                  ec.message()));
+    }
+  }
+  // Anyone who can write the directory can put their own socket where the plugin connects
+  // (and read every pod's IPAM request): refuse a world-writable one.
+  {
+    const std::string dir = path.has_parent_path() ? path.parent_path().string() : ".";
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0) {
+      return absl::UnavailableError(base::StrCat("stat ", dir, ": ", std::strerror(errno)));
+    }
+    if ((st.st_mode & S_IWOTH) != 0) {
+      return absl::FailedPreconditionError(base::StrCat(
+          "the socket directory ", dir, " is world-writable (mode ",
+          absl::StrFormat("%04o", st.st_mode & 07777),
+          "): any user could replace the agent's socket; use a directory only root can write"));
     }
   }
   // A socket file left by a previous agent, or the socket of the agent this one replaces in a

@@ -143,6 +143,21 @@ TEST_F(ServerTest, SocketIsOwnerOnlyAndRemovedOnStop) {
   EXPECT_FALSE(std::filesystem::exists(path_));
 }
 
+TEST_F(ServerTest, WorldWritableSocketDirectoryIsRefused) {
+  const std::string open_dir = dir_ + "/open";
+  ASSERT_EQ(::mkdir(open_dir.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(open_dir.c_str(), 01777), 0);  // as /tmp
+  FakeBackend backend(true);
+  auto server = IpamServer::Start({.socket_path = open_dir + "/spiderpool.sock"}, &backend);
+  ASSERT_FALSE(server.ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(server.status())) << server.status();
+  EXPECT_NE(std::string(server.status().message())
+                .find("socket directory " + open_dir + " is world-writable (mode 1777)"),
+            std::string::npos)
+      << server.status();
+  EXPECT_FALSE(std::filesystem::exists(open_dir + "/spiderpool.sock"));
+}
+
 TEST_F(ServerTest, StaleSocketFileIsReplaced) {
   std::filesystem::create_directories(dir_ + "/run");
   { std::ofstream(path_) << "stale"; }
