@@ -217,7 +217,12 @@ absl::StatusOr<std::optional<base::Json>> AddNetworkSelectors(const base::Json& 
 kube::webhook::MutatingHandler ClaimHandler(ClaimWebhookOptions options) {
   return [options = std::move(options)](const api::AdmissionRequest& req) -> kw::Mutation {
     if (req.operation != "CREATE") return kw::Mutation::Unchanged();
-    absl::StatusOr<std::optional<base::Json>> r = AddNetworkSelectors(req.object, options);
+    base::Json object = req.object;
+    // The namespace of the request, should the object not carry it yet.
+    if (object.is_object() && object.value("metadata", base::Json::object()).value("namespace", "").empty()) {
+      object["metadata"]["namespace"] = req.namespace_;
+    }
+    absl::StatusOr<std::optional<base::Json>> r = AddNetworkSelectors(object, options);
     if (!r.ok()) {
       const int32_t code = r.status().code() == absl::StatusCode::kNotFound          ? 404
                            : r.status().code() == absl::StatusCode::kInvalidArgument ? 400
@@ -285,8 +290,9 @@ std::unique_ptr<kube::Runnable> ConfigurationSync(std::shared_ptr<kube::RestClie
               wait = options.interval;
               SP_LOG(Info).Msg("DRA claim webhook configuration synced")
                   .KV("name", std::string(kClaimWebhookConfigurationName));
-            } else if (!options.create && kube::IsNotFound(s)) {
-              wait = options.interval;  // the chart installs it only with dra.enabled
+            } else if (!options.create && (kube::IsNotFound(s) || kube::IsForbidden(s))) {
+              // The chart installs it (and the RBAC for it) only with dra.enabled: quiet.
+              wait = options.interval;
             } else {
               SP_LOG(Warning).Msg("DRA claim webhook configuration").KV("error", s.ToString());
             }

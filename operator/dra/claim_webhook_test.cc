@@ -164,6 +164,17 @@ TEST(ClaimWebhook, DeniesWhatCannotWork) {
   EXPECT_EQ(m.decision.status->code, 404);
   req.operation = "UPDATE";
   EXPECT_TRUE(handler(req).decision.allowed);
+  // An object without its namespace: the request's is used.
+  Fixture h;
+  auto ok_handler = ClaimHandler(h.Options());
+  req.operation = "CREATE";
+  req.object = SeedClaim();
+  req.object["metadata"].erase("namespace");
+  req.namespace_ = "default";
+  kube::webhook::Mutation patched = ok_handler(req);
+  EXPECT_TRUE(patched.decision.allowed);
+  ASSERT_TRUE(patched.object.is_object());
+  EXPECT_EQ(patched.object["spec"]["devices"]["requests"][0]["exactly"]["selectors"].size(), 4u);
 }
 
 TEST(ClaimWebhook, Configuration) {
