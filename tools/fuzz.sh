@@ -70,16 +70,20 @@ run_one() {
   local label=$1 pkg=${1#//} name
   name=${pkg##*:}
   pkg=${pkg%%:*}
-  local seeds="$pkg/fuzz/corpus/$name" work="$out/corpus/$name"
+  # pkg is the target's package, <pkg>/fuzz; its seeds are in corpus/<name> there.
+  local seeds="$pkg/corpus/$name" work="$out/corpus/$name"
   mkdir -p "$work"
-  local dirs=("$work")
-  [[ -d $seeds ]] && dirs+=("$seeds")
+  if [[ ! -d $seeds ]]; then
+    echo "fuzz: $label has no seed directory $seeds" >"$out/logs/$name.log"
+    echo 1 >"$out/logs/$name.rc"
+    return
+  fi
   # -entropic=0: libFuzzer 14's entropic scheduler (UpdateFeatureFrequency) cost 40% of the
   # time of a run here, e.g. crd_spiderclaimparameter 156 -> 624 exec/s without it.
   # -print_funcs=0: no symbolized NEW_FUNC lines (log noise, DWARF parsing at start-up).
   "$bin/$pkg/$name" -max_total_time="$seconds" -print_final_stats=1 -entropic=0 -print_funcs=0 \
     -timeout=30 -rss_limit_mb=2560 -artifact_prefix="$out/artifacts/$name-" \
-    "${extra_args[@]}" "${dirs[@]}" >"$out/logs/$name.log" 2>&1 </dev/null
+    "${extra_args[@]}" "$work" "$seeds" >"$out/logs/$name.log" 2>&1 </dev/null
   echo $? >"$out/logs/$name.rc"
 }
 
@@ -125,7 +129,7 @@ for label in "${failed[@]}"; do
     echo "reproducer: $repro"
     echo "  replay:   $bin/$pkg/$name $repro"
     echo "  or (g++): bazel run --symlink_prefix=/ $label -- $repro"
-    echo "  keep it:  cp $repro $pkg/fuzz/corpus/$name/  (with the fix)"
+    echo "  keep it:  cp $repro $pkg/corpus/$name/  (with the fix)"
   done < <(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$out/logs/$name.log")
 done
 echo "=== fuzz: ${#labels[@]} target(s), ${#failed[@]} failed; build ${build_secs}s, total $((SECONDS - t0))s"
