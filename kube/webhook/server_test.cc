@@ -268,6 +268,18 @@ TEST_F(ServerTest, MutatingHandlerCanDeny) {
   EXPECT_EQ(j["response"]["status"]["code"], 403);
   EXPECT_EQ(j["response"]["status"]["reason"], "Forbidden");
   EXPECT_FALSE(j["response"].contains("patch"));
+  // A denial is an answer (200); an internal error (status code >= 500) counts as 500.
+  s->Mutating("/mutate-broken", [](const api::AdmissionRequest&) {
+    return Mutation::Denied(Decision::Deny(500, "internal error: the cache is not synced"));
+  });
+  Json e = Decode(Post(s->port(), "/mutate-broken", Review("u2", "CREATE", Thing()), ca_.cert_pem));
+  EXPECT_EQ(e["response"]["status"]["code"], 500);
+  const std::string m = kube::metrics::Registry::Default().Expose();
+  EXPECT_NE(m.find("controller_runtime_webhook_requests_total{code=\"200\",webhook=\"/mutate-deny\"} 1\n"),
+            std::string::npos) << m;
+  EXPECT_NE(m.find("controller_runtime_webhook_requests_total{code=\"500\",webhook=\"/mutate-broken\"} 1\n"),
+            std::string::npos) << m;
+  EXPECT_EQ(m.find("code=\"500\",webhook=\"/mutate-deny\""), std::string::npos) << m;
 }
 
 HttpReply Call(const AdmissionServer& s, std::string path, std::string body,
