@@ -167,6 +167,57 @@ def no_wildcards(r):
                     expect("*" not in rule.get(f, []), f"{kind} {role['metadata']['name']}: '*' in {f}")
 
 
+# ----------------------------------------------------------------------------- RBAC table
+
+README = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "README.md")
+RENDERED_RULES = set()  # every rule of every value set rendered so far (rbac_key form)
+
+
+def rbac_key(role_kind, role_name, groups, resources, verbs, names):
+    return (f"{role_kind} {role_name}", tuple(sorted(groups)), tuple(sorted(resources)),
+            tuple(sorted(verbs)), tuple(sorted(names or [])))
+
+
+def rbac_table():
+    """The rule table of README.md "RBAC rule by rule": rbac_key -> the row's reason."""
+    text = open(README).read()
+    begin, end = text.find("<!-- rbac-rules:begin -->"), text.find("<!-- rbac-rules:end -->")
+    expect(0 <= begin < end, "README.md: the rbac-rules markers are missing")
+    rows = {}
+    for line in text[begin:end].splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 6 or cells[0] in ("role", "") or cells[0].startswith("---"):
+            continue
+        split = lambda s: [x.strip() for x in s.split(",") if x.strip()] if s else []
+        groups = ["" if g == '""' else g for g in split(cells[1])]
+        kind, _, name = cells[0].partition(" ")
+        key = rbac_key(kind, name, groups, split(cells[2]), split(cells[3]), split(cells[4]))
+        expect(key not in rows, f"README.md: RBAC row listed twice: {cells[0]} {cells[2]}")
+        expect(cells[5], f"README.md: RBAC row without a reason: {cells[0]} {cells[2]}")
+        rows[key] = cells[5]
+    expect(rows, "README.md: no RBAC rows between the markers")
+    return rows
+
+
+def check_rbac_table(r, case_name):
+    """Every rendered rule is a README row (no wildcards: no_wildcards)."""
+    table = rbac_table()
+    for kind in ("ClusterRole", "Role"):
+        for role in r.all(kind):
+            for rule in role.get("rules", []):
+                key = rbac_key(kind, role["metadata"]["name"], rule.get("apiGroups", []),
+                               rule.get("resources", []), rule.get("verbs", []),
+                               rule.get("resourceNames"))
+                expect(key in table, f"{kind} {role['metadata']['name']}: rule {rule} has no row in "
+                                     "README.md 'RBAC rule by rule' (add it with who needs it and why)")
+                RENDERED_RULES.add(key)
+
+
+def check_rbac_rows_rendered():
+    """Every README row is rendered by some value set: no stale row."""
+    stale = [k for k in rbac_table() if k not in RENDERED_RULES]
+    expect(not stale, f"README.md RBAC rows that no value set renders: {stale}")
+
 # ----------------------------------------------------------------------------- CRD schemas
 
 def load_crds():
@@ -958,6 +1009,7 @@ def check_case(helm, name, values, case, bins):
         for k in ("dra-cdi-version", "dra-rdma-library", "nic-include", "nic-exclude"):
             expect(k not in af, f"agent --{k} set by default")
     check_common(r, case, bins)
+    check_rbac_table(r, name)
     check_cleanup(r, case, bins)
     check_multus(r, case)
     check_monitoring(r, case)
@@ -1005,6 +1057,7 @@ def main():
     checks = [(f"values:{n}", lambda n=n, v=v, c=c: check_case(a.helm, n, v, dict(c), bins)) for n, v, c in cases]
     if not a.only:
         checks.append(("package+repo-index+crds+notes", lambda: check_package(a.helm)))
+        checks.append(("rbac-table: every README.md row rendered", check_rbac_rows_rendered))
     for name, fn in checks:
         total += 1
         try:
