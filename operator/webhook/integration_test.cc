@@ -435,12 +435,102 @@ TEST_F(WebhookIntegrationTest, CertDirModeWaitsForItsConfigurations) {
   EXPECT_EQ(late.ca_bundle_pem(), bundle.ca_pem);
   auto got = kube::Client<kw::ValidatingWebhookConfiguration>(rest_).Get("", Name("late"));
   EXPECT_TRUE(got.ok()) << got.status();
-  if (got.ok()) EXPECT_EQ(*got->webhooks[0].client_config.CABundlePEM(), bundle.ca_pem);
+  if (got.ok()) {
+    EXPECT_EQ(*got->webhooks[0].client_config.CABundlePEM(), bundle.ca_pem);
+  }
   late.Stop();
   // Always removed (no ASSERT above): they point at a stopped server.
   ASSERT_TRUE(kube::Client<kw::ValidatingWebhookConfiguration>(rest_).Delete("", Name("late")).ok());
   ASSERT_TRUE(kube::Client<kw::MutatingWebhookConfiguration>(rest_).Delete("", Name("late")).ok());
   std::filesystem::remove_all(dir);
+}
+
+// The Pod resource-injection webhook (podResourceInject, issue 19 point 3) through the API
+// server's admission chain: a pod naming a group of SpiderMultusConfigs by annotation is stored
+// with their networks and resource limits; no match is refused with upstream's message.
+TEST_F(WebhookIntegrationTest, PodResourceInjectionThroughTheApiServer) {
+  kube::Informer<api::SpiderMultusConfig> smcs(rest_);
+  kube::Informer<api::Namespace> namespaces(rest_);
+  threads_.emplace_back([&smcs](std::stop_token s) { smcs.Run(s); });
+  threads_.emplace_back([&namespaces](std::stop_token s) { namespaces.Run(s); });
+  ASSERT_TRUE(smcs.WaitForCacheSync(absl::Seconds(30)));
+  ASSERT_TRUE(namespaces.WaitForCacheSync(absl::Seconds(30)));
+
+  WebhookServerOptions o;
+  o.bind_address = "127.0.0.1";
+  o.port = 0;
+  o.service_name = "spiderpool-podinject";
+  o.service_namespace = cluster_->ns();
+  o.mutating_configuration_name = Name("podinject");
+  o.validating_configuration_name = Name("podinject");
+  o.enable_pod_resource_inject = true;
+  o.multus_config_informer = &smcs;
+  o.namespace_informer = &namespaces;
+  o.ippool_informer = pools_.get();
+  o.subnet_informer = subnets_.get();
+  o.clock = &clock_;
+  auto w = WebhookServer::Create(rest_, std::move(o));
+  ASSERT_TRUE(w.ok()) << w.status();
+  std::unique_ptr<WebhookServer> inject = *std::move(w);
+  ASSERT_TRUE(inject->EnsureConfigurations().ok());
+  ASSERT_TRUE(inject->Start().ok());
+  api::ResourceInfo services{.group = "", .version = "v1", .kind = "Service",
+                             .plural = "services", .singular = "service", .namespaced = true};
+  ASSERT_TRUE(kube::DynamicClient(rest_, services)
+                  .Create({{"apiVersion", "v1"},
+                           {"kind", "Service"},
+                           {"metadata",
+                            {{"name", "spiderpool-podinject"},
+                             {"namespace", cluster_->ns()},
+                             {"annotations",
+                              {{std::string(kube::testing::kServiceDialAddressAnnotation),
+                                StrCat("127.0.0.1:", inject->port())}}}}},
+                           {"spec", {{"ports", {{{"port", kWebhookPort}}}}}}})
+                  .ok());
+
+  // The SMC of the group "gpu" (through the Spider webhooks, as a user creates it).
+  kube::DynamicClient smc_client(rest_, api::SpiderMultusConfig::Resource());
+  auto smc = smc_client.Create(
+      {{"apiVersion", "spiderpool.spidernet.io/v2beta1"},
+       {"kind", "SpiderMultusConfig"},
+       {"metadata", {{"name", "gpu1"}, {"namespace", cluster_->ns()},
+                     {"labels", {{"cni.spidernet.io/rdma-resource-inject", "gpu"}}}}},
+       {"spec", {{"cniType", "sriov"},
+                 {"sriov", {{"resourceName", "spidernet.io/gpu1"},
+                            {"ippools", {{"ipv4", {"gpu-v4"}}}}}}}}});
+  ASSERT_TRUE(smc.ok()) << smc.status();
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (smcs.store().Get(cluster_->ns() + "/gpu1") == nullptr && absl::Now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+
+  api::ResourceInfo pods{.group = "", .version = "v1", .kind = "Pod", .plural = "pods",
+                         .singular = "pod", .namespaced = true};
+  auto pod = [&](const std::string& name, const std::string& group) {
+    return kube::DynamicClient(rest_, pods).Create(
+        {{"apiVersion", "v1"},
+         {"kind", "Pod"},
+         {"metadata", {{"name", name}, {"namespace", cluster_->ns()},
+                       {"annotations", {{"cni.spidernet.io/rdma-resource-inject", group}}}}},
+         {"spec", {{"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}});
+  };
+  auto stored = pod("p1", "gpu");
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_EQ((*stored)["metadata"]["annotations"].value("k8s.v1.cni.cncf.io/networks", ""),
+            cluster_->ns() + "/gpu1");
+  EXPECT_EQ((*stored)["spec"]["containers"][0]["resources"]["limits"].value("spidernet.io/gpu1", ""),
+            "1");
+  auto refused = pod("p2", "none");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message(),
+            Denied("pod.spiderpool.spidernet.io",
+                   "no spidermultusconfigs with annotation: cni.spidernet.io/rdma-resource-inject:"
+                   "none found"));
+
+  (void)kube::DynamicClient(rest_, pods).Delete(cluster_->ns(), "p1");
+  inject->Stop();
+  ASSERT_TRUE(kube::Client<kw::ValidatingWebhookConfiguration>(rest_).Delete("", Name("podinject")).ok());
+  ASSERT_TRUE(kube::Client<kw::MutatingWebhookConfiguration>(rest_).Delete("", Name("podinject")).ok());
 }
 
 }  // namespace
