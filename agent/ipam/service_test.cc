@@ -622,7 +622,37 @@ TEST_P(ServiceTest, ApiServerFaultsDuringAddLoseNothing) {
 // the background and the unused reservations go back.
 // What only exists with node reservations on: run with a block size, never with them off
 // (a skipped "Off" variant would say nothing).
-class ReservationTest : public ServiceTest {};
+class ReservationTest : public ServiceTest {
+ protected:
+  // Node "a"'s agent allocates for `pods` pods (most from its reservations), then "crashes":
+  // nothing it writes to the pool reaches the server any more. Returns pod -> IP.
+  std::map<std::string, std::string> AddThenCrash(int pods) {
+    std::map<std::string, std::string> held;
+    IpamService& agent = Agent("a");
+    for (int i = 0; i < pods; ++i) {
+      api::Pod pod = CreatePod(base::StrCat("p", i), "a");
+      auto r = agent.Allocate(Add(pod), Deadline());
+      EXPECT_TRUE(r.ok()) << r.status();
+      if (!r.ok()) break;
+      held[pod.metadata.name] = r->ips[0].address;
+    }
+    EXPECT_GE(agent.block_stats().taken, pods - 1) << "most ADDs should use the reservations";
+    cluster_->loopback()->FailNext(100000, 500, {.verb = "update", .resource = "spiderippools/status"});
+    services_.clear();
+    cluster_->loopback()->ClearFaults();
+    return held;
+  }
+  // Node reservations now recorded in `pool` (-1: cannot read it).
+  int Reservations(std::string_view pool) {
+    auto p = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", Pool(pool));
+    if (!p.ok()) return -1;
+    auto recs = p->AllocatedIPs();
+    if (!recs.ok()) return -1;
+    int n = 0;
+    for (const auto& [ip, rec] : *recs) n += api::IsNodeReservation(rec);
+    return n;
+  }
+};
 
 TEST_P(ReservationTest, ReservationsServeMostAddsAndAreRecordedAndGivenBack) {
   CreatePool("v4", "10.70.0.0/24", {"10.70.0.1-10.70.0.100"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
@@ -763,28 +793,9 @@ TEST_P(ReservationTest, ReservationsCoverThePodsWaitingOnTheNode) {
 TEST_P(ReservationTest, ReservationsSurviveAnAgentCrash) {
   if (cluster_->loopback() == nullptr) GTEST_SKIP() << "needs fault injection";
   CreatePool("v4", "10.80.0.0/24", {"10.80.0.1-10.80.0.40"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
-  std::map<std::string, std::string> held;  // pod -> ip
-  {
-    IpamService& agent = Agent("a");
-    for (int i = 0; i < 4; ++i) {
-      api::Pod pod = CreatePod(base::StrCat("p", i), "a");
-      auto r = agent.Allocate(Add(pod), Deadline());
-      ASSERT_TRUE(r.ok()) << r.status();
-      held[pod.metadata.name] = r->ips[0].address;
-    }
-    ASSERT_GE(agent.block_stats().taken, 3);
-    // "Crash": nothing this agent writes to the pool reaches it any more.
-    cluster_->loopback()->FailNext(100000, 500, {.verb = "update", .resource = "spiderippools/status"});
-    services_.clear();
-    cluster_->loopback()->ClearFaults();
-  }
-  auto p = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", Pool("v4"));
-  ASSERT_TRUE(p.ok());
-  auto recs = p->AllocatedIPs();
-  ASSERT_TRUE(recs.ok());
-  size_t reservations = 0;
-  for (const auto& [ip, rec] : *recs) reservations += api::IsNodeReservation(rec);
-  ASSERT_GE(reservations, 3u) << "the crash should have left reservations behind";
+  const std::map<std::string, std::string> held = AddThenCrash(4);  // pod -> ip
+  ASSERT_EQ(held.size(), 4u);
+  ASSERT_GE(Reservations("v4"), 3) << "the crash should have left reservations behind";
 
   IpamService& next = Agent("a");
   std::set<std::string> ips;
@@ -811,28 +822,9 @@ TEST_P(ReservationTest, ReservationsSurviveAnAgentCrash) {
 TEST_P(ReservationTest, ACrashedAgentsReservationsGoBackWithoutAnAdd) {
   if (cluster_->loopback() == nullptr) GTEST_SKIP() << "needs fault injection";
   CreatePool("v4", "10.81.0.0/24", {"10.81.0.1-10.81.0.40"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
-  std::map<std::string, std::string> held;  // pod -> ip
-  {
-    IpamService& agent = Agent("a");
-    for (int i = 0; i < 4; ++i) {
-      api::Pod pod = CreatePod(base::StrCat("p", i), "a");
-      auto r = agent.Allocate(Add(pod), Deadline());
-      ASSERT_TRUE(r.ok()) << r.status();
-      held[pod.metadata.name] = r->ips[0].address;
-    }
-    cluster_->loopback()->FailNext(100000, 500, {.verb = "update", .resource = "spiderippools/status"});
-    services_.clear();
-    cluster_->loopback()->ClearFaults();
-  }
-  auto reservations = [&]() -> int {
-    auto p = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", Pool("v4"));
-    if (!p.ok()) return -1;
-    auto recs = p->AllocatedIPs();
-    if (!recs.ok()) return -1;
-    int n = 0;
-    for (const auto& [ip, rec] : *recs) n += api::IsNodeReservation(rec);
-    return n;
-  };
+  const std::map<std::string, std::string> held = AddThenCrash(4);  // pod -> ip
+  ASSERT_EQ(held.size(), 4u);
+  auto reservations = [&] { return Reservations("v4"); };
   ASSERT_GT(reservations(), 4) << "the crash should have left free reservations behind";
 
   Agent("a");  // restarted; no pod starts on the node
