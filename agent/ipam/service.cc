@@ -559,14 +559,27 @@ absl::StatusOr<bool> IpamService::VMWantsItsIPs(const std::string& ns, const std
   return wants;
 }
 
-std::optional<std::string> IpamService::VMIOfPod(const std::string& ns, const std::string& pod_name,
-                                                 const std::string& uid) {
-  // The pod, while it exists (the kubelet's DEL usually comes before the pod object goes).
-  std::shared_ptr<const api::Pod> pod = CachedPod(ns, pod_name);
-  if (pod == nullptr) {
-    absl::StatusOr<api::Pod> live = pods_.Get(ns, pod_name);
-    if (live.ok()) pod = std::make_shared<const api::Pod>(*std::move(live));
+IpamService::UidRecords IpamService::CachedRecordsOf(const std::string& uid) const {
+  UidRecords out;
+  for (const auto& p : pool_informer_.store().List()) {
+    absl::StatusOr<api::PoolIPAllocations> recs = p->AllocatedIPs();
+    if (!recs.ok()) continue;
+    bool holds = false;
+    for (const auto& [ip, rec] : *recs) {
+      if (rec.pod_uid != uid) continue;
+      holds = true;
+      out.owners.insert(rec.pod);
+    }
+    if (holds) out.pools.push_back(p->metadata.name);
   }
+  return out;
+}
+
+std::optional<std::string> IpamService::VMIOfPod(const std::string& ns, const std::string& pod_name,
+                                                 const std::string& uid,
+                                                 const UidRecords& records) const {
+  // The pod, while the cache has it (the kubelet's DEL usually comes before the pod goes).
+  std::shared_ptr<const api::Pod> pod = CachedPod(ns, pod_name);
   if (pod != nullptr && pod->metadata.uid == uid) {
     const api::OwnerReference* ref = ControllerOf(pod->metadata);
     if (ref == nullptr || !api::kubevirt::IsVMIOwner(ref->api_version, ref->kind)) {
@@ -576,13 +589,10 @@ std::optional<std::string> IpamService::VMIOfPod(const std::string& ns, const st
   }
   // The pod is gone: the pool records of its UID name the VMI ("ns/vmi", not "ns/pod").
   const std::string pod_key = Key(ns, pod_name);
-  for (const auto& p : pool_informer_.store().List()) {
-    absl::StatusOr<api::PoolIPAllocations> recs = p->AllocatedIPs();
-    if (!recs.ok()) continue;
-    for (const auto& [ip, rec] : *recs) {
-      if (rec.pod_uid != uid || rec.pod == pod_key) continue;
-      const size_t slash = rec.pod.find('/');
-      if (slash != std::string::npos && rec.pod.substr(0, slash) == ns) return rec.pod.substr(slash + 1);
+  for (const std::string& owner : records.owners) {
+    const size_t slash = owner.find('/');
+    if (owner != pod_key && slash != std::string::npos && owner.substr(0, slash) == ns) {
+      return owner.substr(slash + 1);
     }
   }
   return std::nullopt;
@@ -832,10 +842,15 @@ absl::Status IpamService::DoRelease(const ipamapi::IpamDelArgs& args, absl::Time
   }
   if (uid.empty()) return absl::OkStatus();  // nothing of this pod is known anywhere
 
+  // Without an endpoint of this UID the pool records (cached; read once) tell what it holds.
+  std::optional<UidRecords> records;
+  if (!(endpoint.has_value() && endpoint->status->current.uid == uid)) {
+    records = CachedRecordsOf(uid);
+  }
   // A KubeVirt VM's pod: its IPs are kept under the VMI's name while the VM wants them.
-  if (options_.config.enable_kubevirt_static_ip &&
-      !(endpoint.has_value() && endpoint->status->current.uid == uid)) {
-    if (std::optional<std::string> vmi = VMIOfPod(args.pod_namespace, args.pod_name, uid)) {
+  if (options_.config.enable_kubevirt_static_ip && records.has_value()) {
+    if (std::optional<std::string> vmi =
+            VMIOfPod(args.pod_namespace, args.pod_name, uid, *records)) {
       SP_ASSIGN_OR_RETURN(std::optional<api::SpiderEndpoint> vm_endpoint,
                           GetEndpoint(args.pod_namespace, *vmi));
       if (vm_endpoint.has_value() && vm_endpoint->status.has_value() &&
@@ -872,19 +887,10 @@ absl::Status IpamService::DoRelease(const ipamapi::IpamDelArgs& args, absl::Time
   if (endpoint.has_value() && endpoint->status->current.uid == uid) {
     pools = PoolsOf(*endpoint);
   } else {
-    // No endpoint for this UID (the write failed, or it was deleted): look for records of the
-    // UID in every pool we know.
+    // No endpoint for this UID (the write failed, or it was deleted): the pools holding
+    // records of the UID, written or still in this node's reservations.
     pools = blocks_.PoolsWithUnflushed(uid);
-    for (const auto& p : pool_informer_.store().List()) {
-      absl::StatusOr<api::PoolIPAllocations> recs = p->AllocatedIPs();
-      if (!recs.ok()) continue;
-      for (const auto& [ip, rec] : *recs) {
-        if (rec.pod_uid == uid) {
-          pools.push_back(p->metadata.name);
-          break;
-        }
-      }
-    }
+    if (records.has_value()) pools.insert(pools.end(), records->pools.begin(), records->pools.end());
   }
   bool all_released = true;
   SP_RETURN_IF_ERROR(ReleasePodRecords(pools, uid, args.container_id, deadline, &all_released));

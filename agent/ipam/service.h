@@ -209,10 +209,16 @@ class IpamService : public IpamBackend {
   bool ConflictDetectionFor(const api::Pod& pod, const ::spiderpool::ipam::PodOwner& owner);
   // Whether the VM behind VMI `ns`/`vmi` still wants its IPs (api/kubevirt.h), from live GETs.
   absl::StatusOr<bool> VMWantsItsIPs(const std::string& ns, const std::string& vmi);
-  // The VMI name of a released pod of UID `uid`: from the pod if it still exists, else from
-  // pool records of that UID kept under another name. nullopt: not a VM's pod.
+  // The cached pools that hold records of a pod UID, and the "ns/name" those records name.
+  struct UidRecords {
+    std::vector<std::string> pools;
+    std::set<std::string> owners;
+  };
+  UidRecords CachedRecordsOf(const std::string& uid) const;
+  // The VMI name of a released pod of UID `uid`: from the cached pod, else from its pool
+  // records kept under another name. nullopt: not a VM's pod.
   std::optional<std::string> VMIOfPod(const std::string& ns, const std::string& pod_name,
-                                      const std::string& uid);
+                                      const std::string& uid, const UidRecords& records) const;
   ipamapi::IpamAddResponse ToWire(const std::vector<api::IPAllocationDetail>& details,
                                   bool conflict_detection) const;
   std::vector<std::string> PoolsOf(const api::SpiderEndpoint& endpoint) const;
