@@ -21,7 +21,10 @@ mkdir -p "$dest/bin" "$dest/lib" "$dest/static"
 interp=""
 for bin in "$@"; do
   install -m 0755 "$bin" "$dest/bin/$(basename "$bin")"
-  if ! readelf -l "$bin" 2>/dev/null | grep -q 'Requesting program interpreter'; then
+  # (Read whole first: with pipefail, `readelf | grep -q` fails when grep exits early and readelf
+  # gets SIGPIPE, which would call a dynamic binary static.)
+  headers=$(readelf -l "$bin" 2>/dev/null || true)
+  if ! grep -q 'Requesting program interpreter' <<<"$headers"; then
     touch "$dest/static/$(basename "$bin")"  # no loader, no libraries
     continue
   fi
