@@ -38,7 +38,7 @@ std::vector<std::string> DomainStrings() {
 namespace fs = std::filesystem;
 using base::Json;
 
-constexpr int kIterations = 20000;
+constexpr int kIterations = 5000;
 constexpr uint64_t kSeed = 0x5b1de7b001ULL;
 
 std::vector<Json> SeedCorpus() {

@@ -20,7 +20,7 @@ namespace {
 
 using base::Json;
 
-constexpr int kIterations = 20000;
+constexpr int kIterations = 5000;
 constexpr uint64_t kSeed = 0x5e5111ce5ULL;
 constexpr const char* kVersions[] = {"v1", "v1beta2", "v1beta1"};
 

@@ -3,7 +3,7 @@
 def fuzz_target(name, srcs, deps = [], local_defines = []):
     """A libFuzzer binary under --config=fuzz; elsewhere a replayer of the same entry point.
 
-    Under --config=fuzz (//fuzz:fuzzing) it links with -fsanitize=fuzzer (libFuzzer's main);
+    Under --config=fuzz or fuzz_smoke (//fuzz:fuzzing) it links with -fsanitize=fuzzer (libFuzzer's main);
     in every other config it links replay_main.cc, which runs LLVMFuzzerTestOneInput once per
     file given, so the product build (g++) compiles every target and a crash input can be
     replayed under gdb without clang. Its seeds are corpus/<name>/ in its package
@@ -13,6 +13,12 @@ def fuzz_target(name, srcs, deps = [], local_defines = []):
         name = name,
         testonly = True,
         srcs = srcs,
+        # The target's own file is instrumented in every fuzzing config (--config=fuzz also
+        # instruments the libraries; --config=fuzz_smoke does not: .bazelrc).
+        copts = select({
+            "//fuzz:fuzzing": ["-fsanitize=fuzzer-no-link"],
+            "//conditions:default": [],
+        }),
         local_defines = local_defines,
         deps = deps + select({
             "//fuzz:fuzzing": [],

@@ -35,7 +35,7 @@ using api::NetworkAttachmentDefinition;
 using api::SpiderMultusConfig;
 using base::Json;
 
-constexpr int kIterations = 6000;
+constexpr int kIterations = 2000;
 constexpr uint64_t kSeed = 0x6d756c747573ULL;
 
 std::vector<Json> Seeds() {

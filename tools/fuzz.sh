@@ -5,8 +5,8 @@
 #
 # TARGET is a fuzz target's name (`watch`, `crd_spiderippool`, ...) or label
 # (//kube/fuzz:watch); `all` is every target tagged fuzz_target (fuzz/fuzz.bzl). Builds them in
-# --config=fuzz inside the sanitizer output base (~/.cache/bazel-sanitizers: after
-# tools/test.sh's sanitizer run only the fuzz targets' own files compile), then runs each for
+# --config=fuzz (every library with libFuzzer's coverage instrumentation) in its own output base
+# ~/.cache/bazel-fuzz (the first build compiles the tree once), then runs each for
 # SECONDS, FUZZ_JOBS (default 2) at a time, each in one process, from an empty working
 # corpus plus the seeds in <pkg>/fuzz/corpus/<target>/ (never written to). Prints one line per
 # target (executions, exec/s, coverage cov/ft, corpus, seconds) and exits non-zero if any target
@@ -16,6 +16,10 @@
 #   FUZZ_JOBS=N      targets run at once (default 2)
 #   FUZZ_OUT=DIR     working corpora, crash inputs and logs (default: a new /tmp/spiderpool-fuzz-*)
 #   FUZZ_ARGS="..."  extra libFuzzer flags for every target (e.g. -max_len=4096)
+#   FUZZ_CONFIG=smoke  --config=fuzz_smoke in the sanitizer output base instead (what
+#       tools/test.sh uses after its sanitizer run: only the fuzz targets' own files compile;
+#       the libraries carry no coverage instrumentation, so the runs replay and mutate the
+#       seeds without coverage feedback: .bazelrc)
 #   SPIDERPOOL_BAZEL_DISK_CACHE  as in tools/test.sh (default ~/.cache/spiderpool-bazel-disk)
 # To keep what a long run found: libFuzzer's -merge=1 into the target's corpus directory
 # (fuzz/README.md).
@@ -33,8 +37,12 @@ out=${FUZZ_OUT:-$(mktemp -d /tmp/spiderpool-fuzz-XXXXXX)}
 mkdir -p "$out/corpus" "$out/artifacts" "$out/logs" || exit 1
 read -r -a extra_args <<<"${FUZZ_ARGS:-}"
 
-startup=(--output_base="$HOME/.cache/bazel-sanitizers")
-flags=(--config=fuzz --symlink_prefix=/)
+case ${FUZZ_CONFIG:-full} in
+  full) startup=(--output_base="$HOME/.cache/bazel-fuzz"); flags=(--config=fuzz) ;;
+  smoke) startup=(--output_base="$HOME/.cache/bazel-sanitizers"); flags=(--config=fuzz_smoke) ;;
+  *) echo "fuzz: FUZZ_CONFIG must be full or smoke" >&2; exit 2 ;;
+esac
+flags+=(--symlink_prefix=/)
 disk_cache=${SPIDERPOOL_BAZEL_DISK_CACHE-$HOME/.cache/spiderpool-bazel-disk}
 [[ -n $disk_cache ]] && flags+=(--disk_cache="$disk_cache")
 
@@ -55,7 +63,7 @@ if ((${#labels[@]} == 0)); then
 fi
 
 t0=$SECONDS
-echo "=== fuzz: building ${#labels[@]} target(s) (--config=fuzz)"
+echo "=== fuzz: building ${#labels[@]} target(s) (${flags[0]})"
 if ! bazel "${startup[@]}" build "${flags[@]}" -- "${labels[@]}" >"$out/logs/build.log" 2>&1; then
   grep -v "Cannot export local symbol" "$out/logs/build.log" | tail -40
   echo "fuzz: build failed (see $out/logs/build.log)" >&2

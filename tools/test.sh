@@ -9,8 +9,9 @@
 #   4. the chart, chart-run, image-script and e2e-script checks (charts/spiderpool/tests/check.sh,
 #      charts/spiderpool/tests/run-rendered.sh: the rendered containers started from our
 #      binaries against the loopback API server, images/check.sh, e2e/kind/lint.sh).
-#   5. the fuzz targets' short runs (tools/fuzz.sh all 20: every libFuzzer target for 20 s, two
-#      at a time) in the sanitizer output base right after 2, which already compiled their code;
+#   5. the fuzz targets' short runs (FUZZ_CONFIG=smoke tools/fuzz.sh all 10: every libFuzzer
+#      target for 10 s, two at a time, no coverage feedback in the libraries: fuzz/README.md) in
+#      the sanitizer output base right after 2, which already compiled their code;
 #      one counted check per target (a crash prints its reproducer path). Only when the
 #      sanitizers config is among the configs run.
 # 3 and 4 need little CPU and no build: they run in the background during 2.
@@ -38,7 +39,7 @@
 #   SPIDERPOOL_BAZEL_DISK_CACHE=<dir>  Bazel's disk cache, shared by all configs and output bases
 #       (default ~/.cache/spiderpool-bazel-disk; empty: none). It makes a rerun on the same
 #       machine cheap even if an output base is gone; it grows without bound: delete it freely.
-#   SPIDERPOOL_FUZZ_SECONDS=20  seconds per fuzz target in step 5 (0: step 5 is skipped and
+#   SPIDERPOOL_FUZZ_SECONDS=10  seconds per fuzz target in step 5 (0: step 5 is skipped and
 #       counted as one skip).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -312,7 +313,7 @@ collect_checks() {
 # The fuzz targets' short runs (step 5): tools/fuzz.sh prints one row per target,
 # `NAME ok|FAIL EXECS ...`; each row is one counted check, and a run that fails without rows
 # (e.g. the build) counts once.
-FUZZ_SECONDS=${SPIDERPOOL_FUZZ_SECONDS:-20}
+FUZZ_SECONDS=${SPIDERPOOL_FUZZ_SECONDS:-10}
 run_fuzz() {
   local log="$LOG_DIR/fuzz.log" name result rest rows=0 rc
   if [[ $FUZZ_SECONDS == 0 ]]; then
@@ -321,7 +322,7 @@ run_fuzz() {
     return
   fi
   echo "=== fuzz: tools/fuzz.sh all $FUZZ_SECONDS"
-  FUZZ_OUT="$LOG_DIR/fuzz" SPIDERPOOL_BAZEL_DISK_CACHE="$DISK_CACHE" \
+  FUZZ_CONFIG=smoke FUZZ_OUT="$LOG_DIR/fuzz" SPIDERPOOL_BAZEL_DISK_CACHE="$DISK_CACHE" \
     ./tools/fuzz.sh all "$FUZZ_SECONDS" 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
   while read -r name result rest; do

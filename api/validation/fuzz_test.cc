@@ -33,8 +33,8 @@ namespace fs = std::filesystem;
 using base::Json;
 
 constexpr uint64_t kSeed = 0xa11e7707ULL;
-constexpr int kMutatedIterations = 6000;
-constexpr int kGeneratedIterations = 4000;
+constexpr int kMutatedIterations = 1500;
+constexpr int kGeneratedIterations = 1000;
 
 class Rng {
  public:

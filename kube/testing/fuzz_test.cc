@@ -181,7 +181,7 @@ TEST(Fuzz, InProcessRequests) {
   const std::vector<std::pair<std::string, std::string>> kinds = {
       {"ConfigMap", "v1"}, {"Widget", "example.com/v1"}, {"Pod", "v1"},
       {"Deployment", "apps/v1"}, {"Namespace", "v1"}, {"Node", "v1"}};
-  for (int i = 0; i < 10000; ++i) {
+  for (int i = 0; i < 3000; ++i) {
     std::string method = g.Pick(methods);
     std::string path = g.Pick(kPaths);
     if (method == "POST" && g.Int(4) != 0) path = g.Pick(collections);

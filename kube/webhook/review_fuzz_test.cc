@@ -23,7 +23,7 @@ namespace {
 
 using base::Json;
 
-constexpr int kIterations = 10000;
+constexpr int kIterations = 3000;
 constexpr uint64_t kSeed = 0xad15510aULL;
 
 std::vector<Json> Seeds() {
