@@ -140,7 +140,7 @@ using ServiceResolver = std::function<absl::StatusOr<std::string>(
 // place. Returns the field errors (empty = valid); the server answers 422 Invalid with them.
 using SchemaValidator = std::function<std::vector<StatusCause>(base::Json* object)>;
 // Builds the validator for one CRD version from its spec.versions[].schema.openAPIV3Schema.
-// An error rejects the CRD (422). The default uses kube/openapi when linked in.
+// An error rejects the CRD (422). The default uses kube/testing/openapi when linked in.
 using SchemaValidatorFactory =
     std::function<absl::StatusOr<SchemaValidator>(const base::Json& open_api_v3_schema)>;
 SchemaValidatorFactory DefaultSchemaValidatorFactory();

@@ -1,7 +1,7 @@
-// The default SchemaValidatorFactory: kube/openapi's structural schema (prune, default,
+// The default SchemaValidatorFactory: kube/testing/openapi's structural schema (prune, default,
 // validate in the apiserver's order, apiserver-worded field errors).
 
-#include "kube/openapi/schema.h"
+#include "kube/testing/openapi/schema.h"
 #include "kube/testing/apiserver.h"
 
 namespace spiderpool::kube::testing {

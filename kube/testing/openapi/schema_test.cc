@@ -1,4 +1,4 @@
-#include "kube/openapi/schema.h"
+#include "kube/testing/openapi/schema.h"
 
 #include <string>
 #include <vector>
@@ -7,7 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace spiderpool::kube::openapi {
+namespace spiderpool::kube::testing::openapi {
 namespace {
 
 using base::Json;
@@ -769,4 +769,4 @@ TEST(SchemaFindTest, FollowsPropertiesItemsAndMaps) {
 }
 
 }  // namespace
-}  // namespace spiderpool::kube::openapi
+}  // namespace spiderpool::kube::testing::openapi

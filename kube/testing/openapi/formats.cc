@@ -1,4 +1,4 @@
-#include "kube/openapi/formats.h"
+#include "kube/testing/openapi/formats.h"
 
 #include <arpa/inet.h>
 
@@ -6,9 +6,9 @@
 #include <array>
 #include <cctype>
 
-#include "kube/openapi/regex.h"
+#include "kube/testing/openapi/regex.h"
 
-namespace spiderpool::kube::openapi {
+namespace spiderpool::kube::testing::openapi {
 namespace {
 
 constexpr std::array<std::string_view, 24> kSupported = {
@@ -331,4 +331,4 @@ bool CheckFormat(std::string_view f, std::string_view v) {
   return true;  // password, isbn*, creditcard
 }
 
-}  // namespace spiderpool::kube::openapi
+}  // namespace spiderpool::kube::testing::openapi

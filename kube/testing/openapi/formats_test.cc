@@ -1,8 +1,8 @@
-#include "kube/openapi/formats.h"
+#include "kube/testing/openapi/formats.h"
 
 #include "gtest/gtest.h"
 
-namespace spiderpool::kube::openapi {
+namespace spiderpool::kube::testing::openapi {
 namespace {
 
 TEST(FormatsTest, EffectiveFormatNormalisesAndStrips) {
@@ -94,4 +94,4 @@ TEST(FormatsTest, Others) {
 }
 
 }  // namespace
-}  // namespace spiderpool::kube::openapi
+}  // namespace spiderpool::kube::testing::openapi

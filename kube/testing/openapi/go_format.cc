@@ -1,4 +1,4 @@
-#include "kube/openapi/go_format.h"
+#include "kube/testing/openapi/go_format.h"
 
 #include <charconv>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <limits>
 
-namespace spiderpool::kube::openapi {
+namespace spiderpool::kube::testing::openapi {
 namespace {
 
 // Decodes one UTF-8 sequence at s[i]; returns the code point or -1 for an invalid byte, and
@@ -312,4 +312,4 @@ size_t RuneCount(std::string_view s) {
   return n;
 }
 
-}  // namespace spiderpool::kube::openapi
+}  // namespace spiderpool::kube::testing::openapi

@@ -20,7 +20,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace spiderpool::kube::openapi {
+namespace spiderpool::kube::testing::openapi {
 
 class Regex {
  public:
@@ -41,4 +41,4 @@ class Regex {
   std::shared_ptr<const Impl> impl_;
 };
 
-}  // namespace spiderpool::kube::openapi
+}  // namespace spiderpool::kube::testing::openapi

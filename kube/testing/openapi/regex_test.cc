@@ -1,10 +1,10 @@
-#include "kube/openapi/regex.h"
+#include "kube/testing/openapi/regex.h"
 
 #include <string>
 
 #include "gtest/gtest.h"
 
-namespace spiderpool::kube::openapi {
+namespace spiderpool::kube::testing::openapi {
 namespace {
 
 TEST(RegexTest, SearchIsUnanchoredLikeGoMatchString) {
@@ -80,4 +80,4 @@ TEST(RegexTest, LongInputDoesNotExhaustTheStack) {
 }
 
 }  // namespace
-}  // namespace spiderpool::kube::openapi
+}  // namespace spiderpool::kube::testing::openapi

@@ -22,9 +22,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "base/json.h"
-#include "kube/openapi/regex.h"
+#include "kube/testing/openapi/regex.h"
 
-namespace spiderpool::kube::openapi {
+namespace spiderpool::kube::testing::openapi {
 
 // One field.Error of k8s.io/apimachinery, as it travels in a 422 Status's details.causes.
 struct FieldError {
@@ -154,4 +154,4 @@ std::string InvalidMessage(std::string_view group, std::string_view kind, std::s
 base::Json InvalidStatusJson(std::string_view group, std::string_view kind, std::string_view name,
                              const std::vector<FieldError>& errors);
 
-}  // namespace spiderpool::kube::openapi
+}  // namespace spiderpool::kube::testing::openapi

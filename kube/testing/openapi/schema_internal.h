@@ -1,7 +1,7 @@
 #pragma once
 // What the parts of the structural-schema implementation share (schema.cc: helpers and the
 // Schema API; parse.cc: parsing + structural checks; validate.cc: validation; prune.cc:
-// pruning and defaulting). Internal to kube/openapi.
+// pruning and defaulting). Internal to kube/testing/openapi.
 
 #include <cstddef>
 #include <cstdint>
@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "base/json.h"
-#include "kube/openapi/schema.h"
+#include "kube/testing/openapi/schema.h"
 
-namespace spiderpool::kube::openapi::internal {
+namespace spiderpool::kube::testing::openapi::internal {
 
 using base::Json;
 
@@ -54,4 +54,4 @@ void ApplyDefaults(Json* x, const SchemaNode* s);
 // validate.cc: kube-openapi validation + list types of `obj` against `s`, paths relative.
 void ValidateAgainst(const SchemaNode& s, const Json& obj, std::vector<FieldError>* errs);
 
-}  // namespace spiderpool::kube::openapi::internal
+}  // namespace spiderpool::kube::testing::openapi::internal

@@ -1,4 +1,4 @@
-#include "kube/openapi/schema.h"
+#include "kube/testing/openapi/schema.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,12 +8,12 @@
 
 #include "absl/strings/cord.h"
 #include "base/strings.h"
-#include "kube/openapi/formats.h"
-#include "kube/openapi/go_format.h"
-#include "kube/openapi/schema.h"
-#include "kube/openapi/schema_internal.h"
+#include "kube/testing/openapi/formats.h"
+#include "kube/testing/openapi/go_format.h"
+#include "kube/testing/openapi/schema.h"
+#include "kube/testing/openapi/schema_internal.h"
 
-namespace spiderpool::kube::openapi {
+namespace spiderpool::kube::testing::openapi {
 
 using base::Json;
 using base::StrCat;
@@ -289,4 +289,4 @@ Json InvalidStatusJson(std::string_view group, std::string_view kind, std::strin
               {"code", 422}};
 }
 
-}  // namespace spiderpool::kube::openapi
+}  // namespace spiderpool::kube::testing::openapi

@@ -17,9 +17,9 @@
 #include "base/json.h"
 #include "base/yaml.h"
 #include "gtest/gtest.h"
-#include "kube/openapi/schema.h"
+#include "kube/testing/openapi/schema.h"
 
-namespace spiderpool::kube::openapi {
+namespace spiderpool::kube::testing::openapi {
 namespace {
 
 using base::Json;
@@ -298,4 +298,4 @@ TEST(SchemaFuzzTest, RandomSchemasNeverCrash) {
 }
 
 }  // namespace
-}  // namespace spiderpool::kube::openapi
+}  // namespace spiderpool::kube::testing::openapi

@@ -8,7 +8,7 @@
 
 #include "base/json.h"
 
-namespace spiderpool::kube::openapi {
+namespace spiderpool::kube::testing::openapi {
 
 // strconv.Quote: "..." with Go escapes (\n, \x01, \u00a0, ...).
 std::string GoQuote(std::string_view s);
@@ -34,4 +34,4 @@ std::string GoEnumValue(const base::Json& v);
 // Number of Unicode code points (Go's utf8.RuneCountInString; invalid bytes count as one).
 size_t RuneCount(std::string_view s);
 
-}  // namespace spiderpool::kube::openapi
+}  // namespace spiderpool::kube::testing::openapi

@@ -6,12 +6,12 @@
 #include <vector>
 
 #include "base/strings.h"
-#include "kube/openapi/formats.h"
-#include "kube/openapi/go_format.h"
-#include "kube/openapi/schema.h"
-#include "kube/openapi/schema_internal.h"
+#include "kube/testing/openapi/formats.h"
+#include "kube/testing/openapi/go_format.h"
+#include "kube/testing/openapi/schema.h"
+#include "kube/testing/openapi/schema_internal.h"
 
-namespace spiderpool::kube::openapi::internal {
+namespace spiderpool::kube::testing::openapi::internal {
 
 using base::StrCat;
 
@@ -160,4 +160,4 @@ void ApplyDefaults(Json* x, const SchemaNode* s) {
   }
 }
 
-}  // namespace spiderpool::kube::openapi::internal
+}  // namespace spiderpool::kube::testing::openapi::internal

@@ -1,8 +1,8 @@
-#include "kube/openapi/go_format.h"
+#include "kube/testing/openapi/go_format.h"
 
 #include "gtest/gtest.h"
 
-namespace spiderpool::kube::openapi {
+namespace spiderpool::kube::testing::openapi {
 namespace {
 
 using base::Json;
@@ -72,4 +72,4 @@ TEST(GoFormatTest, RuneCount) {
 }
 
 }  // namespace
-}  // namespace spiderpool::kube::openapi
+}  // namespace spiderpool::kube::testing::openapi

@@ -1,6 +1,6 @@
 // Cost of what the loopback API server does per write: ValidateObject (prune + default +
 // validate) of typical Spider objects against the real CRD schemas, plus Parse of a CRD.
-// Run: bazel run -c opt //kube/openapi:schema_benchmark
+// Run: bazel run -c opt //kube/testing/openapi:schema_benchmark
 
 #include <fstream>
 #include <sstream>
@@ -9,9 +9,9 @@
 #include "base/json.h"
 #include "base/yaml.h"
 #include "benchmark/benchmark.h"
-#include "kube/openapi/schema.h"
+#include "kube/testing/openapi/schema.h"
 
-namespace spiderpool::kube::openapi {
+namespace spiderpool::kube::testing::openapi {
 namespace {
 
 base::Json LoadCrdSchema(const std::string& file) {
@@ -70,4 +70,4 @@ void BM_ParseMultusConfigSchema(benchmark::State& state) {
 BENCHMARK(BM_ParseMultusConfigSchema);
 
 }  // namespace
-}  // namespace spiderpool::kube::openapi
+}  // namespace spiderpool::kube::testing::openapi

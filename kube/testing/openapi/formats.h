@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace spiderpool::kube::openapi {
+namespace spiderpool::kube::testing::openapi {
 
 // Normalises a format name the go-openapi way ("date-time" -> "datetime") and returns it when
 // the apiserver validates that format; returns "" for formats the apiserver strips (int32,
@@ -17,4 +17,4 @@ std::string EffectiveFormat(std::string_view format);
 // "isbn10", "isbn13", "creditcard") and "password" accept everything.
 bool CheckFormat(std::string_view effective_format, std::string_view value);
 
-}  // namespace spiderpool::kube::openapi
+}  // namespace spiderpool::kube::testing::openapi

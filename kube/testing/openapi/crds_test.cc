@@ -15,9 +15,9 @@
 #include "base/yaml.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "kube/openapi/schema.h"
+#include "kube/testing/openapi/schema.h"
 
-namespace spiderpool::kube::openapi {
+namespace spiderpool::kube::testing::openapi {
 namespace {
 
 using base::Json;
@@ -482,4 +482,4 @@ spec:
 }
 
 }  // namespace
-}  // namespace spiderpool::kube::openapi
+}  // namespace spiderpool::kube::testing::openapi

@@ -11,12 +11,12 @@
 #include <vector>
 
 #include "base/strings.h"
-#include "kube/openapi/formats.h"
-#include "kube/openapi/go_format.h"
-#include "kube/openapi/schema.h"
-#include "kube/openapi/schema_internal.h"
+#include "kube/testing/openapi/formats.h"
+#include "kube/testing/openapi/go_format.h"
+#include "kube/testing/openapi/schema.h"
+#include "kube/testing/openapi/schema_internal.h"
 
-namespace spiderpool::kube::openapi {
+namespace spiderpool::kube::testing::openapi {
 
 using base::StrCat;
 using namespace internal;  // NOLINT(build/namespaces)
@@ -548,4 +548,4 @@ absl::StatusOr<Schema> Schema::Parse(const Json& openapi_v3_schema, const ParseO
   return Schema(std::shared_ptr<const SchemaNode>(std::move(root)));
 }
 
-}  // namespace spiderpool::kube::openapi
+}  // namespace spiderpool::kube::testing::openapi

@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "base/strings.h"
-#include "kube/openapi/formats.h"
-#include "kube/openapi/go_format.h"
-#include "kube/openapi/schema.h"
-#include "kube/openapi/schema_internal.h"
+#include "kube/testing/openapi/formats.h"
+#include "kube/testing/openapi/go_format.h"
+#include "kube/testing/openapi/schema.h"
+#include "kube/testing/openapi/schema_internal.h"
 
-namespace spiderpool::kube::openapi::internal {
+namespace spiderpool::kube::testing::openapi::internal {
 
 using base::StrCat;
 
@@ -393,4 +393,4 @@ void ValidateAgainst(const SchemaNode& s, const Json& obj, std::vector<FieldErro
   v.ListTypes(s, obj, "");
 }
 
-}  // namespace spiderpool::kube::openapi::internal
+}  // namespace spiderpool::kube::testing::openapi::internal

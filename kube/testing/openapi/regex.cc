@@ -1,10 +1,10 @@
-#include "kube/openapi/regex.h"
+#include "kube/testing/openapi/regex.h"
 
 #include <regex>
 
 #include "base/strings.h"
 
-namespace spiderpool::kube::openapi {
+namespace spiderpool::kube::testing::openapi {
 
 struct Regex::Impl {
   std::regex re;
@@ -108,4 +108,4 @@ bool Regex::Search(std::string_view s) const {
   }
 }
 
-}  // namespace spiderpool::kube::openapi
+}  // namespace spiderpool::kube::testing::openapi
