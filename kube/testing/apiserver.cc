@@ -306,6 +306,7 @@ absl::StatusOr<std::unique_ptr<LoopbackApiServer>> LoopbackApiServer::Start(
   co.admission = options.admission;
   co.omit_builtin_versions = options.omit_builtin_versions;
   co.watch_min_request_timeout = options.watch_min_request_timeout;
+  co.latency = options.latency;
   impl->core = std::make_unique<internal::Core>(std::move(co));
   if (!options.admission && options.admission_webhooks) {
     // The core owns the plugin and outlives every call into it.
@@ -556,6 +557,12 @@ void LoopbackApiServer::SetRandomFaults(RandomFaults faults) {
 }
 
 FaultCounts LoopbackApiServer::fault_counts() const { return impl_->core->fault_counts(); }
+
+void LoopbackApiServer::SetLatencyModel(LatencyModel model) {
+  impl_->core->SetLatencyModel(model);
+}
+
+LatencyModel LoopbackApiServer::latency_model() const { return impl_->core->latency_model(); }
 
 int LoopbackApiServer::CutConnections() {
   // Every socket of this process whose local port is the server's and that is not the

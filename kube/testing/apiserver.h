@@ -198,6 +198,41 @@ struct FaultCounts {
   int64_t connections_cut = 0;    // sockets shut down by them
 };
 
+// ---- Latency model ----------------------------------------------------------------------
+// How slow the server answers, to make benches see what a real kube-apiserver + etcd costs
+// (kube/testing/latency.h; the benches' calibrated values are CalibratedLatencyModel()).
+// Off by default (all zero): unit tests are unchanged. Applies to requests that come over
+// HTTP (in-process Call() is exempt, like RandomFaults) and to the delivery of every watch
+// event. Delays run on the server's clock (LoopbackOptions::clock).
+//   - per_request: every request waits this long before it is served (handler + admission +
+//     serialization; a HTTP worker thread is held, as a kube-apiserver goroutine is).
+//   - per_write: every create/update/patch/delete/deletecollection waits this much more
+//     (the etcd commit; writes to different objects overlap).
+//   - per_object_write: writes (update/patch/delete, status included) of ONE object are
+//     serialized, each holding the object this long after its own request delay: N concurrent
+//     writes of one object complete no sooner than N x per_object_write after the first
+//     arrives (etcd + GuaranteedUpdate on one key). A writer with a stale resourceVersion
+//     still gets its 409, after its turn.
+//   - watch_delay: a watch event is delivered no earlier than this after the write that made
+//     it (watch cache + fan-out); events keep their order.
+//   - jitter: each delay above is stretched by a random factor in [1, 1 + jitter] (seeded).
+struct LatencyModel {
+  absl::Duration per_request = absl::ZeroDuration();
+  absl::Duration per_write = absl::ZeroDuration();
+  absl::Duration per_object_write = absl::ZeroDuration();
+  absl::Duration watch_delay = absl::ZeroDuration();
+  double jitter = 0;
+  uint64_t seed = 1;
+  bool enabled() const {
+    return per_request > absl::ZeroDuration() || per_write > absl::ZeroDuration() ||
+           per_object_write > absl::ZeroDuration() || watch_delay > absl::ZeroDuration();
+  }
+};
+
+// The values the benches use by default: calibrated against a real kube-apiserver + etcd on
+// the project's 2-core machine (reasoning and runs in bench/README.md, "ipam_e2e").
+LatencyModel CalibratedLatencyModel();
+
 struct LoopbackOptions {
   std::string host = "127.0.0.1";
   int port = 0;  // 0 = pick a free port
@@ -246,6 +281,8 @@ struct LoopbackOptions {
   // ServiceAccount in each namespace, namespace deletion, the owner-reference garbage
   // collector. false = a server alone: namespaces then stay Terminating.
   bool run_controllers = true;
+  // Off by default; see LatencyModel. SetLatencyModel changes it at run time.
+  LatencyModel latency = {};
 };
 
 class LoopbackApiServer {
@@ -329,6 +366,10 @@ class LoopbackApiServer {
   // in-flight requests and watch streams end, keep-alive connections are gone; the store and
   // the listener stay. Returns how many connections were cut.
   int CutConnections();
+  // Replaces the latency model (see LatencyModel; a default-constructed one turns it off).
+  // Requests already waiting keep their delay.
+  void SetLatencyModel(LatencyModel model);
+  LatencyModel latency_model() const;
   // Forgets watch history and list snapshots: older resourceVersions get 410 on watch and
   // outstanding continue tokens expire.
   void CompactHistory();

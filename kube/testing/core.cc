@@ -28,6 +28,7 @@ bool Watcher::Push(WatchItem item) {
     cv_.notify_all();
     return false;
   }
+  if (!queue_.empty()) item.due = std::max(item.due, queue_.back().due);
   queue_.push_back(std::move(item));
   cv_.notify_all();
   return true;
@@ -47,16 +48,20 @@ bool Watcher::closed() const {
 
 std::vector<WatchItem> Watcher::Wait(absl::Time deadline, bool* finished) {
   std::unique_lock<std::mutex> l(mu_);
-  auto pred = [this] { return !queue_.empty() || closed_; };
-  if (!pred()) {
+  // `deadline` is wall time; `due` is on the watcher's clock (the server's).
+  auto clock_now = [this] { return clock ? clock->Now() : absl::Now(); };
+  while (!closed_ && (queue_.empty() || queue_.front().due > clock_now())) {
     absl::Duration d = deadline - absl::Now();
-    if (d > absl::ZeroDuration()) {
-      cv_.wait_for(l, absl::ToChronoNanoseconds(d), pred);
-    }
+    if (!queue_.empty()) d = std::min(d, queue_.front().due - clock_now());
+    if (d <= absl::ZeroDuration()) break;
+    cv_.wait_for(l, absl::ToChronoNanoseconds(d));
   }
-  std::vector<WatchItem> out(std::make_move_iterator(queue_.begin()),
-                             std::make_move_iterator(queue_.end()));
-  queue_.clear();
+  std::vector<WatchItem> out;
+  const absl::Time now = closed_ ? absl::InfiniteFuture() : clock_now();
+  while (!queue_.empty() && queue_.front().due <= now) {
+    out.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+  }
   *finished = closed_;
   return out;
 }
@@ -112,7 +117,8 @@ Core::Core(CoreOptions options)
     : options_(std::move(options)),
       clock_(options_.clock ? options_.clock : &base::RealClock::Get()),
       admission_(options_.admission),
-      rng_(std::random_device{}()) {
+      rng_(std::random_device{}()),
+      latency_(options_.latency) {
   for (const ResourceInfo& r : BuiltinResources()) {
     const std::vector<std::string>& omit = options_.omit_builtin_versions;
     if (std::find(omit.begin(), omit.end(), r.ApiVersion()) != omit.end()) continue;
@@ -284,24 +290,25 @@ bool Core::MatchesLocked(const Watcher& w, const Stored& s) const {
   return true;
 }
 
-void Core::OfferLocked(const ResourceState& rs, Watcher& w, const Event& e) const {
+void Core::OfferLocked(const ResourceState& rs, Watcher& w, const Event& e,
+                       absl::Time due) const {
   bool cur = e.obj && MatchesLocked(w, *e.obj);
   bool prev = e.prev && MatchesLocked(w, *e.prev);
   if (e.type == "ADDED") {
-    if (cur) w.Push({"ADDED", e.obj, ""});
+    if (cur) w.Push({"ADDED", e.obj, "", due});
   } else if (e.type == "MODIFIED") {
     if (cur && prev) {
-      w.Push({"MODIFIED", e.obj, ""});
+      w.Push({"MODIFIED", e.obj, "", due});
     } else if (cur) {
-      w.Push({"ADDED", e.obj, ""});
+      w.Push({"ADDED", e.obj, "", due});
     } else if (prev) {
       // The object stopped matching: DELETED with the previous content at the event's RV.
       Json old = e.prev->obj;
       MutableMeta(old)["resourceVersion"] = std::to_string(e.rv);
-      w.Push({"DELETED", MakeStored(std::move(old), e.prev->key, e.rv), ""});
+      w.Push({"DELETED", MakeStored(std::move(old), e.prev->key, e.rv), "", due});
     }
   } else if (e.type == "DELETED") {
-    if (cur) w.Push({"DELETED", e.obj, ""});
+    if (cur) w.Push({"DELETED", e.obj, "", due});
   }
 }
 
@@ -316,7 +323,8 @@ void Core::EmitLocked(ResourceState& rs, std::string type, StoredPtr obj, Stored
       rs.history.pop_front();
     }
   }
-  for (const std::shared_ptr<Watcher>& w : rs.watchers) OfferLocked(rs, *w, e);
+  const absl::Time due = rs.watchers.empty() ? absl::InfinitePast() : latency_.WatchDueAt(clock_->Now());
+  for (const std::shared_ptr<Watcher>& w : rs.watchers) OfferLocked(rs, *w, e, due);
   if (event_hook_) event_hook_(e.type, RefLocked(rs, e.obj), e.prev);
 }
 
@@ -807,6 +815,16 @@ HttpResponse Core::Dispatch(const HttpRequest& req) {
       }
       return StatusResp(StatusForCode(code, t.group, t.plural, t.name, retry_after));
     }
+  }
+
+  if (req.network) {
+    // The latency model (off by default): wait until the request may be served.
+    const std::string object_key =
+        t.kind == Target::kResource && !t.name.empty() && verb != "create"
+            ? StrCat(t.group, "/", t.plural, "/", t.ns, "/", t.name)
+            : std::string();
+    const absl::Time ready = latency_.RequestReadyAt(clock_->Now(), verb, object_key);
+    if (ready > absl::InfinitePast()) clock_->SleepUntil(ready);
   }
 
   switch (t.kind) {

@@ -28,6 +28,7 @@
 #include "base/clock.h"
 #include "base/json.h"
 #include "kube/testing/apiserver.h"
+#include "kube/testing/latency.h"
 #include "kube/testing/table.h"
 
 namespace spiderpool::kube::testing::internal {
@@ -70,6 +71,8 @@ struct WatchItem {
   std::string type;           // ADDED MODIFIED DELETED BOOKMARK ERROR
   StoredPtr obj;              // object events
   std::string raw;            // BOOKMARK / ERROR: the serialized object
+  // Not delivered before this time on the watcher's clock (LatencyModel::watch_delay).
+  absl::Time due = absl::InfinitePast();
 };
 
 // A live watch stream. The producer side (Core, under its lock) pushes; the consumer (the
@@ -79,12 +82,14 @@ class Watcher {
   Watcher(size_t capacity, std::string api_version) : capacity_(capacity),
                                                        api_version_(std::move(api_version)) {}
   // Producer: never blocks. Returns false if the watcher is closed (or just overflowed).
+  // An item is never due before the one queued ahead of it (order is kept).
   bool Push(WatchItem item);
   // Ends the stream after already queued items (`drop` = discard them).
   void Close(bool drop = false);
   bool closed() const;
-  // Consumer: waits until items are queued, the stream closes, or `deadline`.
-  // Returns the queued items (possibly none) and whether the stream is finished.
+  // Consumer: waits until items are due (queued and past their `due` time on `clock`), the
+  // stream closes, or `deadline`. Returns the due items (possibly none; all queued ones once
+  // closed) and whether the stream is finished.
   std::vector<WatchItem> Wait(absl::Time deadline, bool* finished);
   // "{"type":...,"object":...}\n" for one item, in this watch's apiVersion.
   std::string Render(const WatchItem& item) const;
@@ -125,6 +130,7 @@ struct CoreOptions {
   // A watch without timeoutSeconds ends after a random duration in [min, 2*min], as
   // kube-apiserver's --min-request-timeout does (zero: never).
   absl::Duration watch_min_request_timeout = absl::ZeroDuration();
+  LatencyModel latency = {};  // off by default
 };
 
 // One stored object with the resource it belongs to (for the controllers).
@@ -192,6 +198,8 @@ class Core {
   FaultCounts fault_counts() const;
   void CountWatchClose(int64_t streams);
   void CountConnectionCut(int64_t sockets);
+  void SetLatencyModel(LatencyModel model) { latency_.Set(model); }
+  LatencyModel latency_model() const { return latency_.Get(); }
 
  private:
   struct VersionState {
@@ -268,7 +276,9 @@ class Core {
   // A terminating namespace goes away when it is empty and has no finalizers left.
   void MaybeRemoveNamespaceLocked(std::string_view ns);
   void EnqueueBookmarkLocked(Watcher& w, bool initial_events_end);
-  void OfferLocked(const ResourceState& rs, Watcher& w, const Event& e) const;
+  // `due`: when a live event may be delivered (LatencyModel::watch_delay); replays are due at once.
+  void OfferLocked(const ResourceState& rs, Watcher& w, const Event& e,
+                   absl::Time due = absl::InfinitePast()) const;
   bool MatchesLocked(const Watcher& w, const Stored& s) const;
   // Removes an object for good (DELETED event; namespace/CRD side effects).
   void RemoveLocked(ResourceState& rs, const StoredPtr& cur);
@@ -313,6 +323,8 @@ class Core {
   RandomFaults random_faults_;        // guarded by faults_mu_
   std::mt19937_64 fault_rng_;         // guarded by faults_mu_
   FaultCounts fault_counts_;          // guarded by faults_mu_
+
+  LatencyState latency_;  // its own lock; never takes mu_
 };
 
 }  // namespace spiderpool::kube::testing::internal

@@ -237,11 +237,11 @@ HttpResponse Core::Watch(const HttpRequest& req, const Target& t) {
     w->deadline = absl::Now() + options_.watch_min_request_timeout * f;
   }
 
+  w->clock = clock_;  // table ages and LatencyModel::watch_delay
   std::optional<std::string> table = NegotiateTable(req.accept);
   if (table) {
     w->table_version = *table;
     w->include_object = ParseIncludeObject(Param(req, "includeObject"));
-    w->clock = clock_;
   }
   HttpResponse r;
   r.code = 200;
