@@ -6,47 +6,12 @@
 #include <cstdlib>
 #include <utility>
 
+#include "absl/strings/str_join.h"
+#include "api/names.h"
 #include "base/strings.h"
 
 namespace spiderpool::api {
 namespace {
-
-bool IsAlnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
-bool IsLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
-
-constexpr std::string_view kQualifiedNameFmt = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
-constexpr std::string_view kDns1123LabelFmt = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
-constexpr std::string_view kDns1123SubdomainFmt =
-    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
-
-// [A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?
-bool MatchesQualifiedNamePart(std::string_view s) {
-  if (s.empty() || !IsAlnum(s.front()) || !IsAlnum(s.back())) return false;
-  for (char c : s) {
-    if (!IsAlnum(c) && c != '-' && c != '_' && c != '.') return false;
-  }
-  return true;
-}
-
-bool MatchesDns1123Label(std::string_view s) {
-  if (s.empty() || !IsLowerAlnum(s.front()) || !IsLowerAlnum(s.back())) return false;
-  for (char c : s) {
-    if (!IsLowerAlnum(c) && c != '-') return false;
-  }
-  return true;
-}
-
-bool MatchesDns1123Subdomain(std::string_view s) {
-  if (s.empty()) return false;
-  size_t start = 0;
-  while (true) {
-    size_t dot = s.find('.', start);
-    std::string_view part = s.substr(start, dot == std::string_view::npos ? s.npos : dot - start);
-    if (!MatchesDns1123Label(part)) return false;
-    if (dot == std::string_view::npos) return true;
-    start = dot + 1;
-  }
-}
 
 bool ParseInt64(std::string_view s, int64_t* out) {
   if (s.empty() || s.size() > 19) return false;
@@ -263,78 +228,7 @@ class Parser {
   size_t pos_ = 0;
 };
 
-std::string Join(const std::vector<std::string>& v) {
-  std::string out;
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) out += ",";
-    out += v[i];
-  }
-  return out;
-}
-
 }  // namespace
-
-std::string ValidateLabelKey(std::string_view key) {
-  std::string_view name = key;
-  size_t slash = key.find('/');
-  if (slash != std::string_view::npos) {
-    std::string_view prefix = key.substr(0, slash);
-    name = key.substr(slash + 1);
-    if (prefix.empty()) return "prefix part must be non-empty";
-    std::string err = ValidateDns1123Subdomain(prefix);
-    if (!err.empty()) return base::StrCat("prefix part ", err);
-    if (name.find('/') != std::string_view::npos) {
-      return base::StrCat("a qualified name must consist of alphanumeric characters, '-', '_' or "
-                          "'.', and must start and end with an alphanumeric character, with an "
-                          "optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName'); got \"",
-                          key, "\"");
-    }
-  }
-  if (name.empty()) return "name part must be non-empty";
-  if (name.size() > 63) return "name part must be no more than 63 characters";
-  if (!MatchesQualifiedNamePart(name)) {
-    return base::StrCat("name part must consist of alphanumeric characters, '-', '_' or '.', and "
-                        "must start and end with an alphanumeric character (e.g. 'MyName',  or "
-                        "'my.name',  or '123-abc', regex used for validation is '",
-                        kQualifiedNameFmt, "')");
-  }
-  return "";
-}
-
-std::string ValidateLabelValue(std::string_view value) {
-  if (value.empty()) return "";
-  if (value.size() > 63) return "must be no more than 63 characters";
-  if (!MatchesQualifiedNamePart(value)) {
-    return base::StrCat("a valid label must be an empty string or consist of alphanumeric "
-                        "characters, '-', '_' or '.', and must start and end with an alphanumeric "
-                        "character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for "
-                        "validation is '(",
-                        kQualifiedNameFmt, ")?')");
-  }
-  return "";
-}
-
-std::string ValidateDns1123Subdomain(std::string_view name) {
-  if (name.size() > 253) return "must be no more than 253 characters";
-  if (!MatchesDns1123Subdomain(name)) {
-    return base::StrCat("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
-                        "characters, '-' or '.', and must start and end with an alphanumeric "
-                        "character (e.g. 'example.com', regex used for validation is '",
-                        kDns1123SubdomainFmt, "')");
-  }
-  return "";
-}
-
-std::string ValidateDns1123Label(std::string_view name) {
-  if (name.size() > 63) return "must be no more than 63 characters";
-  if (!MatchesDns1123Label(name)) {
-    return base::StrCat("a lowercase RFC 1123 label must consist of lower case alphanumeric "
-                        "characters or '-', and must start and end with an alphanumeric "
-                        "character (e.g. 'my-name',  or '123-abc', regex used for validation is '",
-                        kDns1123LabelFmt, "')");
-  }
-  return "";
-}
 
 Labels LabelsOf(const base::Json& object) {
   Labels out;
@@ -383,8 +277,9 @@ std::string LabelRequirement::String() const {
     case SelectorOperator::kEquals: return base::StrCat(key, "=", values.empty() ? "" : values[0]);
     case SelectorOperator::kNotEquals:
       return base::StrCat(key, "!=", values.empty() ? "" : values[0]);
-    case SelectorOperator::kIn: return base::StrCat(key, " in (", Join(values), ")");
-    case SelectorOperator::kNotIn: return base::StrCat(key, " notin (", Join(values), ")");
+    case SelectorOperator::kIn: return base::StrCat(key, " in (", absl::StrJoin(values, ","), ")");
+    case SelectorOperator::kNotIn:
+      return base::StrCat(key, " notin (", absl::StrJoin(values, ","), ")");
     case SelectorOperator::kExists: return key;
     case SelectorOperator::kDoesNotExist: return base::StrCat("!", key);
     case SelectorOperator::kGreaterThan:
@@ -402,10 +297,9 @@ Selector Selector::Nothing() {
 }
 
 absl::Status Selector::Add(LabelRequirement r) {
-  std::string err = ValidateLabelKey(r.key);
-  if (!err.empty()) {
+  if (std::vector<std::string> errs = IsQualifiedName(r.key); !errs.empty()) {
     return absl::InvalidArgumentError(
-        base::StrCat("invalid label key \"", r.key, "\": ", err));
+        base::StrCat("invalid label key \"", r.key, "\": ", absl::StrJoin(errs, "; ")));
   }
   switch (r.op) {
     case SelectorOperator::kIn:
@@ -445,10 +339,9 @@ absl::Status Selector::Add(LabelRequirement r) {
   }
   if (r.op != SelectorOperator::kGreaterThan && r.op != SelectorOperator::kLessThan) {
     for (const std::string& v : r.values) {
-      std::string verr = ValidateLabelValue(v);
-      if (!verr.empty()) {
-        return absl::InvalidArgumentError(base::StrCat(
-            "invalid label value \"", v, "\" for key \"", r.key, "\": ", verr));
+      if (std::vector<std::string> errs = IsValidLabelValue(v); !errs.empty()) {
+        return absl::InvalidArgumentError(base::StrCat("invalid label value \"", v, "\" for key \"",
+                                                       r.key, "\": ", absl::StrJoin(errs, "; ")));
       }
     }
   }

@@ -105,10 +105,4 @@ class FieldSelector {
   std::vector<FieldRequirement> requirements_;
 };
 
-// Validation helpers (Kubernetes rules), returning "" when valid or the error message.
-std::string ValidateLabelKey(std::string_view key);    // qualified name: [prefix/]name
-std::string ValidateLabelValue(std::string_view value);  // <= 63 chars, alnum ends
-std::string ValidateDns1123Subdomain(std::string_view name);  // <= 253, lower-case
-std::string ValidateDns1123Label(std::string_view name);      // <= 63, lower-case
-
 }  // namespace spiderpool::api

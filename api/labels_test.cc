@@ -193,20 +193,17 @@ TEST(FieldSelector, BadInput) {
   }
 }
 
-TEST(Validation, Names) {
-  EXPECT_EQ(ValidateDns1123Subdomain("a.b-c.d"), "");
-  EXPECT_NE(ValidateDns1123Subdomain("A"), "");
-  EXPECT_NE(ValidateDns1123Subdomain("a..b"), "");
-  EXPECT_NE(ValidateDns1123Subdomain("-a"), "");
-  EXPECT_NE(ValidateDns1123Subdomain(""), "");
-  EXPECT_NE(ValidateDns1123Subdomain(std::string(254, 'a')), "");
-  EXPECT_EQ(ValidateDns1123Label("kube-system"), "");
-  EXPECT_NE(ValidateDns1123Label("a.b"), "");
-  EXPECT_EQ(ValidateLabelKey("example.com/My_Name.1"), "");
-  EXPECT_NE(ValidateLabelKey("/a"), "");
-  EXPECT_NE(ValidateLabelKey("a/"), "");
-  EXPECT_EQ(ValidateLabelValue(""), "");
-  EXPECT_NE(ValidateLabelValue("a b"), "");
+TEST(Selector, KeyAndValueRulesAreTheNameRules) {
+  Selector s;
+  absl::Status st = s.Add({"a/b/c", SelectorOperator::kExists, {}});
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(std::string(st.message()).find("a qualified name must consist"), std::string::npos)
+      << st;
+  st = s.Add({"k", SelectorOperator::kIn, {"bad value"}});
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(std::string(st.message()).find("a valid label must be an empty string"),
+            std::string::npos)
+      << st;
 }
 
 }  // namespace

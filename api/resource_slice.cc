@@ -4,7 +4,7 @@
 #include <set>
 #include <utility>
 
-#include "api/labels.h"
+#include "api/names.h"
 #include "base/strings.h"
 
 namespace spiderpool::api {
@@ -164,78 +164,12 @@ absl::StatusOr<DeviceClass> DecodeDeviceClassFrom(const Json& object, std::strin
 
 namespace {
 
-bool IsLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
-
-bool MatchesLabel(std::string_view s) {
-  if (s.empty() || !IsLowerAlnum(s.front()) || !IsLowerAlnum(s.back())) return false;
-  for (char c : s) {
-    if (!IsLowerAlnum(c) && c != '-') return false;
-  }
-  return true;
-}
-
-bool MatchesSubdomain(std::string_view s) {
-  if (s.empty()) return false;
-  size_t start = 0;
-  while (true) {
-    size_t dot = s.find('.', start);
-    std::string_view part = s.substr(start, dot == std::string_view::npos ? s.npos : dot - start);
-    if (!MatchesLabel(part)) return false;
-    if (dot == std::string_view::npos) return true;
-    start = dot + 1;
-  }
-}
-
-// The regex messages, as api/labels.cc words them (an input that certainly fails the regex
-// yields exactly that message).
-const std::string& LabelRegexMessage() {
-  static const std::string* m = new std::string(ValidateDns1123Label("-"));
-  return *m;
-}
-const std::string& SubdomainRegexMessage() {
-  static const std::string* m = new std::string(ValidateDns1123Subdomain("-"));
-  return *m;
-}
-
-// validation.IsDNS1123Label.
-std::vector<std::string> IsDns1123Label(std::string_view v) {
-  std::vector<std::string> out;
-  if (v.size() > 63) out.push_back("must be no more than 63 characters");
-  if (!MatchesLabel(v)) {
-    out.push_back(MatchesSubdomain(v) ? "must not contain dots" : LabelRegexMessage());
-  }
-  return out;
-}
-
-// validation.IsDNS1123Subdomain.
-std::vector<std::string> IsDns1123Subdomain(std::string_view v) {
-  std::vector<std::string> out;
-  if (v.size() > 253) out.push_back("must be no more than 253 characters");
-  if (!MatchesSubdomain(v)) out.push_back(SubdomainRegexMessage());
-  return out;
-}
-
-bool MatchesCIdentifier(std::string_view s) {
-  if (s.empty()) return false;
-  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
-  if (!alpha(s[0])) return false;
-  for (char c : s) {
-    if (!alpha(c) && !(c >= '0' && c <= '9')) return false;
-  }
-  return true;
-}
-
-constexpr char kCIdentifierMessage[] =
-    "a valid C identifier must start with alphabetic character or '_', followed by a string of "
-    "alphanumeric characters or '_' (e.g. 'my_name',  or 'MY_NAME',  or 'MyName', regex used "
-    "for validation is '[A-Za-z_][A-Za-z0-9_]*')";
-
 void ValidateCIdentifier(std::string_view id, const std::string& path, ErrorList* errs) {
   if (id.size() > static_cast<size_t>(rs::kDeviceMaxIDLength)) {
     errs->push_back(validation::TooLong(path, rs::kDeviceMaxIDLength));
   }
-  if (!MatchesCIdentifier(id)) {
-    errs->push_back(validation::Invalid(path, BadValue::String(id), kCIdentifierMessage));
+  for (std::string& msg : IsCIdentifier(id)) {
+    errs->push_back(validation::Invalid(path, BadValue::String(id), std::move(msg)));
   }
 }
 

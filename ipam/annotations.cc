@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include "api/names.h"
 #include "api/spider.h"
 #include "base/ip.h"
 #include "base/json.h"
@@ -195,14 +196,6 @@ std::optional<bool> ParseGoBool(std::string_view s) {
   if (kTrue.count(s)) return true;
   if (kFalse.count(s)) return false;
   return std::nullopt;
-}
-
-bool IsLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
-
-// ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$
-bool MatchesDns1123Label(std::string_view s) {
-  if (s.empty() || !IsLowerAlnum(s.front()) || !IsLowerAlnum(s.back())) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) { return IsLowerAlnum(c) || c == '-'; });
 }
 
 std::string_view TrimSpace(std::string_view s) {
@@ -544,7 +537,8 @@ absl::StatusOr<NetworkObjectName> ParseNetworkObjectName(std::string_view text) 
         "parsePodNetworkObjectName: Invalid network object (failed at '@')");
   }
   for (const std::string* item : {&out.namespace_, &out.name, &out.interface_}) {
-    if (!item->empty() && !MatchesDns1123Label(*item)) {
+    // Multus' regex is the DNS-1123 label pattern without its length limit.
+    if (!item->empty() && !api::MatchesDns1123Label(*item)) {
       return absl::InvalidArgumentError(StrCat(
           "parsePodNetworkObjectName: Failed to parse: one or more items did not match "
           "comma-delimited format (must consist of lower case alphanumeric characters). Must "

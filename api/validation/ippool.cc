@@ -5,7 +5,7 @@
 #include <set>
 #include <utility>
 
-#include "api/labels.h"
+#include "api/names.h"
 #include "api/validation/addresses.h"
 #include "api/validation/internal.h"
 #include "api/validation/validation.h"
@@ -346,10 +346,12 @@ ErrorList ValidateLabelSelector(const api::LabelSelector& selector, std::string_
   ErrorList errs;
   std::string labels_path = Child(path, "matchLabels");
   for (const auto& [k, v] : selector.match_labels) {
-    std::string msg = api::ValidateLabelKey(k);
-    if (!msg.empty()) errs.push_back(Invalid(labels_path, BadValue::String(k), msg));
-    msg = api::ValidateLabelValue(v);
-    if (!msg.empty()) errs.push_back(Invalid(labels_path, BadValue::String(v), msg));
+    for (std::string& msg : api::IsQualifiedName(k)) {
+      errs.push_back(Invalid(labels_path, BadValue::String(k), std::move(msg)));
+    }
+    for (std::string& msg : api::IsValidLabelValue(v)) {
+      errs.push_back(Invalid(labels_path, BadValue::String(v), std::move(msg)));
+    }
   }
   for (size_t i = 0; i < selector.match_expressions.size(); ++i) {
     const api::LabelSelectorRequirement& r = selector.match_expressions[i];
@@ -369,13 +371,13 @@ ErrorList ValidateLabelSelector(const api::LabelSelector& selector, std::string_
       errs.push_back(Invalid(Child(req_path, "operator"), BadValue::String(r.op),
                              "not a valid selector operator"));
     }
-    std::string msg = api::ValidateLabelKey(r.key);
-    if (!msg.empty()) errs.push_back(Invalid(Child(req_path, "key"), BadValue::String(r.key), msg));
+    for (std::string& msg : api::IsQualifiedName(r.key)) {
+      errs.push_back(Invalid(Child(req_path, "key"), BadValue::String(r.key), std::move(msg)));
+    }
     for (size_t j = 0; j < r.values.size(); ++j) {
-      msg = api::ValidateLabelValue(r.values[j]);
-      if (!msg.empty()) {
+      for (std::string& msg : api::IsValidLabelValue(r.values[j])) {
         errs.push_back(Invalid(Index(Child(req_path, "values"), j), BadValue::String(r.values[j]),
-                               msg));
+                               std::move(msg)));
       }
     }
   }

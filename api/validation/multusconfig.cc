@@ -4,7 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "api/labels.h"
+#include "absl/strings/str_join.h"
+#include "api/names.h"
 #include "api/validation/internal.h"
 #include "api/validation/validation.h"
 #include "base/json.h"
@@ -319,12 +320,12 @@ void CheckAnnotations(const api::SpiderMultusConfig& smc, const Context& ctx, Er
   if (cr_name != nullptr) {
     nad_name = *cr_name;
     nad_path = AnnotationPath(api::kAnnoMultusCRName);
-    std::string msg = api::ValidateDns1123Subdomain(*cr_name);
-    if (!msg.empty()) {
+    // Go's %v of the []string: "[msg1 msg2]".
+    if (std::vector<std::string> msgs = api::IsDns1123Subdomain(*cr_name); !msgs.empty()) {
       name_ok = false;
       errs->push_back(Invalid(nad_path, BadValue::String(*cr_name),
-                              StrCat("invalid custom net-attach-def resource name, err: [", msg,
-                                     "]")));
+                              StrCat("invalid custom net-attach-def resource name, err: [",
+                                     absl::StrJoin(msgs, " "), "]")));
     }
   }
   if (name_ok && ctx.net_attach_def_owners) {

@@ -13,6 +13,8 @@
 #include <set>
 #include <utility>
 
+#include "absl/strings/str_join.h"
+#include "api/names.h"
 #include "base/log.h"
 #include "base/status.h"
 #include "base/strings.h"
@@ -37,38 +39,6 @@ std::optional<FileId> Stat(const std::string& path) {
   if (::lstat(path.c_str(), &st) != 0) return std::nullopt;
   return FileId{st.st_dev, st.st_ino, static_cast<int64_t>(st.st_ctim.tv_sec),
                 static_cast<int64_t>(st.st_ctim.tv_nsec)};
-}
-
-bool IsAlnum(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
-
-// DNS-1123 subdomain: lower-case labels of [a-z0-9-], alphanumeric at both ends, <= 253.
-bool IsDnsSubdomain(std::string_view s) {
-  if (s.empty() || s.size() > 253) return false;
-  size_t start = 0;
-  while (true) {
-    size_t dot = s.find('.', start);
-    std::string_view label = s.substr(start, dot == std::string_view::npos ? s.npos : dot - start);
-    if (label.empty()) return false;
-    for (char c : label) {
-      bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
-      if (!ok) return false;
-    }
-    if (label.front() == '-' || label.back() == '-') return false;
-    if (dot == std::string_view::npos) return true;
-    start = dot + 1;
-  }
-}
-
-// Kubernetes qualified-name "name" part: <= 63, [A-Za-z0-9] at both ends, [-_.A-Za-z0-9] inside.
-bool IsQualifiedNamePart(std::string_view s) {
-  if (s.empty() || s.size() > 63) return false;
-  if (!IsAlnum(s.front()) || !IsAlnum(s.back())) return false;
-  for (char c : s) {
-    if (!IsAlnum(c) && c != '-' && c != '_' && c != '.') return false;
-  }
-  return true;
 }
 
 std::string KubeletSocketPath(const Options& o) {
@@ -137,11 +107,9 @@ absl::Status ValidateResourceName(std::string_view name) {
     return bad("the kubernetes.io domain is reserved for native resources");
   }
   // The kubelet checks "requests." + name as a qualified name.
-  if (!IsDnsSubdomain(base::StrCat("requests.", domain))) {
-    return bad("domain is not a DNS-1123 subdomain");
-  }
-  if (!IsQualifiedNamePart(part)) {
-    return bad("name must be <= 63 characters of [-_.A-Za-z0-9], alphanumeric at both ends");
+  if (std::vector<std::string> errs = api::IsQualifiedName(base::StrCat("requests.", name));
+      !errs.empty()) {
+    return bad(absl::StrJoin(errs, "; "));
   }
   return absl::OkStatus();
 }

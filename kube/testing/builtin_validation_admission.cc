@@ -12,8 +12,8 @@ void CheckFullyQualifiedName(const std::string& path, const std::string& name, E
     errs.push_back(FieldRequired(path, ""));
     return;
   }
-  if (std::string e = api::ValidateDns1123Subdomain(name); !e.empty()) {
-    errs.push_back(FieldInvalid(path, Quote(name), e));
+  if (std::vector<std::string> e = api::IsDns1123Subdomain(name); !e.empty()) {
+    errs.push_back(FieldInvalid(path, Quote(name), absl::StrJoin(e, ",")));
     return;
   }
   if (std::count(name.begin(), name.end(), '.') < 2) {
@@ -100,8 +100,9 @@ void CheckWebhookService(const std::string& path, const Json& svc, Errs& errs) {
     std::string step = check.substr(start, slash == std::string::npos ? slash : slash - start);
     if (step.empty()) {
       errs.push_back(FieldInvalid(pp, Quote(p), StrCat("segment[", i, "] may not be empty")));
-    } else if (std::string e = api::ValidateDns1123Subdomain(step); !e.empty()) {
-      errs.push_back(FieldInvalid(pp, Quote(p), StrCat("segment[", i, "]: ", e)));
+    } else if (std::vector<std::string> e = api::IsDns1123Subdomain(step); !e.empty()) {
+      errs.push_back(
+          FieldInvalid(pp, Quote(p), StrCat("segment[", i, "]: ", absl::StrJoin(e, ","))));
     }
     if (slash == std::string::npos) break;
     start = slash + 1;
@@ -245,9 +246,7 @@ void ValidateWebhookConfiguration(const Json& obj, bool mutating, Errs& errs) {
           errs.push_back(FieldInvalid(Index(vp, j), Quote(v), "duplicate version"));
           continue;
         }
-        if (std::string e = ValidateDns1035Label(v); !e.empty()) {
-          errs.push_back(FieldInvalid(Index(vp, j), Quote(v), e));
-        }
+        AddInvalid(Index(vp, j), v, api::IsDns1035Label(v), errs);
         if (v == "v1" || v == "v1beta1") accepted = true;
       }
       if (!accepted)

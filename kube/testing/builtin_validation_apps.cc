@@ -138,7 +138,7 @@ void ValidateStatefulSet(const Json& obj, const Json* old, Errs& errs) {
   if (old == nullptr) {
     // StatefulSet names are DNS labels (the pods are <name>-<ordinal>).
     std::string name = StrAt(MetaOf(obj), "name");
-    if (!name.empty() && api::ValidateDns1123Subdomain(name).empty()) {
+    if (!name.empty() && api::IsDns1123Subdomain(name).empty()) {
       CheckDnsLabel("metadata.name", name, errs);
     }
   }

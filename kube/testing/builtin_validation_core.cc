@@ -28,8 +28,7 @@ void ValidateTolerations(const Json& spec, const std::string& path, Errs& errs) 
                                   "effect must be 'NoExecute' when `tolerationSeconds` is set"));
     }
     if (op.empty() || op == "Equal") {
-      std::string e = api::ValidateLabelValue(value);
-      if (!e.empty()) errs.push_back(FieldInvalid(Child(p, "operator"), Quote(value), e));
+      CheckLabelValue(Child(p, "operator"), value, errs);
     } else if (op == "Exists") {
       if (!value.empty()) {
         errs.push_back(FieldInvalid(Child(p, "operator"),
@@ -332,9 +331,7 @@ void ValidateNode(const Json& obj, const Json* old, Errs& errs) {
       std::string p = Index("spec.taints", i);
       std::string key = StrAt(t, "key"), value = StrAt(t, "value"), effect = StrAt(t, "effect");
       CheckQualifiedName(Child(p, "key"), key, errs);
-      if (std::string e = api::ValidateLabelValue(value); !e.empty()) {
-        errs.push_back(FieldInvalid(Child(p, "value"), Quote(value), e));
-      }
+      CheckLabelValue(Child(p, "value"), value, errs);
       if (effect.empty()) {
         errs.push_back(FieldRequired(Child(p, "effect"), ""));
       } else if (std::find(kTaintEffects.begin(), kTaintEffects.end(), effect) ==
@@ -466,8 +463,8 @@ void ValidateSecret(const Json& obj, const Json* old, Errs& errs) {
 
 void ValidateService(const Json& obj, Errs& errs) {
   std::string name = MetaOf(obj).is_object() ? StrAt(MetaOf(obj), "name") : "";
-  if (!name.empty() && api::ValidateDns1123Subdomain(name).empty()) {
-    if (std::string e = ValidateDns1035Label(name); !e.empty()) {
+  if (!name.empty() && api::IsDns1123Subdomain(name).empty()) {
+    for (const std::string& e : api::IsDns1035Label(name)) {
       errs.push_back(FieldInvalid("metadata.name", Quote(name), e));
     }
   }
@@ -618,9 +615,7 @@ void ValidateEvent(const Json& obj, const Json* old, bool events_v1, Errs& errs)
       errs.push_back(FieldInvalid("message", "\"\"", "can have at most 1024 characters"));
     }
   }
-  if (std::string e = api::ValidateDns1123Subdomain(ns); !e.empty()) {
-    errs.push_back(FieldInvalid("namespace", Quote(ns), e));
-  }
+  CheckDnsSubdomain("namespace", ns, errs);
   if (!events_v1) return;
 
   const Json& series = ObjAt(obj, "series");

@@ -25,7 +25,9 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/str_join.h"
 #include "api/labels.h"
+#include "api/names.h"
 #include "base/strings.h"
 #include "kube/testing/core_util.h"
 #include "base/json.h"
@@ -256,45 +258,22 @@ constexpr std::string_view kNonNegative = "must be greater than or equal to 0";
 
 // ---- name and value formats (k8s.io/apimachinery/pkg/util/validation) ----
 
+// One field.Invalid per message of an api/names.h check, as the apiserver reports them.
+inline void AddInvalid(const std::string& path, const std::string& v,
+                       const std::vector<std::string>& msgs, Errs& errs) {
+  for (const std::string& e : msgs) errs.push_back(FieldInvalid(path, Quote(v), e));
+}
 inline void CheckDnsLabel(const std::string& path, const std::string& v, Errs& errs) {
-  std::string e = api::ValidateDns1123Label(v);
-  if (!e.empty()) errs.push_back(FieldInvalid(path, Quote(v), e));
+  AddInvalid(path, v, api::IsDns1123Label(v), errs);
 }
-
 inline void CheckDnsSubdomain(const std::string& path, const std::string& v, Errs& errs) {
-  std::string e = api::ValidateDns1123Subdomain(v);
-  if (!e.empty()) errs.push_back(FieldInvalid(path, Quote(v), e));
+  AddInvalid(path, v, api::IsDns1123Subdomain(v), errs);
 }
-
-inline std::string ValidateDns1035Label(std::string_view v) {
-  if (v.size() > 63) return "must be no more than 63 characters";
-  bool ok = !v.empty() && v.front() >= 'a' && v.front() <= 'z' &&
-            ((v.back() >= 'a' && v.back() <= 'z') || (v.back() >= '0' && v.back() <= '9'));
-  for (char c : v) {
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) ok = false;
-  }
-  if (ok) return "";
-  return "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with "
-         "an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
-         "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
-}
-
-// IsQualifiedName's messages (an empty name part also fails the pattern).
-inline std::vector<std::string> QualifiedNameErrors(std::string_view v) {
-  std::string e = api::ValidateLabelKey(v);
-  if (e.empty()) return {};
-  std::vector<std::string> out{e};
-  if (e == "name part must be non-empty") out.push_back(api::ValidateLabelKey("-"));
-  return out;
-}
-
 inline void CheckQualifiedName(const std::string& path, const std::string& v, Errs& errs) {
-  for (std::string& e : QualifiedNameErrors(v)) errs.push_back(FieldInvalid(path, Quote(v), e));
+  AddInvalid(path, v, api::IsQualifiedName(v), errs);
 }
-
 inline void CheckLabelValue(const std::string& path, const std::string& v, Errs& errs) {
-  std::string e = api::ValidateLabelValue(v);
-  if (!e.empty()) errs.push_back(FieldInvalid(path, Quote(v), e));
+  AddInvalid(path, v, api::IsValidLabelValue(v), errs);
 }
 
 // IsValidPortNum.
@@ -397,9 +376,7 @@ inline void ValidateAnnotationMap(const Json* annotations, const std::string& pa
   for (auto it = annotations->begin(); it != annotations->end(); ++it) {
     std::string lower = it.key();
     for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    for (std::string& e : QualifiedNameErrors(lower)) {
-      errs.push_back(FieldInvalid(path, Quote(it.key()), e));
-    }
+    AddInvalid(path, it.key(), api::IsQualifiedName(lower), errs);
   }
 }
 

@@ -14,7 +14,7 @@ void CheckDriverName(const std::string& path, const std::string& driver, Errs& e
   }
   std::string lower = driver;
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (std::string e = api::ValidateDns1123Subdomain(lower); !e.empty()) {
+  for (const std::string& e : api::IsDns1123Subdomain(lower)) {
     errs.push_back(FieldInvalid(path, Quote(driver), e));
   }
 }

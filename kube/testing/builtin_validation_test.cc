@@ -568,7 +568,8 @@ TEST(StatefulSetValidation, NameIsALabelAndSelectorRequired) {
   sts["metadata"]["name"] = "web.v1";
   sts["spec"].erase("selector");
   EXPECT_THAT(Errors("apps", "statefulsets", sts),
-              ElementsAre(std::string("metadata.name: Invalid value: \"web.v1\": ") + kLabelMsg,
+              // IsDNS1123Label's answer for a valid subdomain that is no label.
+              ElementsAre("metadata.name: Invalid value: \"web.v1\": must not contain dots",
                           "spec.selector: Required value",
                           "spec.template.metadata.labels: Invalid value: {\"app\":\"web\"}: "
                           "`selector` does not match template `labels`"));

@@ -196,8 +196,8 @@ absl::Status Core::RegisterResource(ResourceInfo info, SchemaValidator validator
   if (info.version.empty() || info.kind.empty() || info.plural.empty()) {
     return absl::InvalidArgumentError("ResourceInfo needs version, kind and plural");
   }
-  if (!api::ValidateDns1123Label(info.plural).empty() ||
-      (!info.group.empty() && !api::ValidateDns1123Subdomain(info.group).empty())) {
+  if (!api::IsDns1123Label(info.plural).empty() ||
+      (!info.group.empty() && !api::IsDns1123Subdomain(info.group).empty())) {
     return absl::InvalidArgumentError(
         StrCat("invalid group/plural: ", info.group, "/", info.plural));
   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "absl/strings/str_join.h"
 #include "base/log.h"
 #include "base/strings.h"
 #include "kube/testing/core_util.h"
@@ -95,13 +96,13 @@ std::optional<ApiStatus> Core::PlanCrd(const Json& crd,
     errs.push_back(FieldRequired("spec.group", ""));
   } else if (group.find('.') == std::string::npos) {
     errs.push_back(FieldInvalid("spec.group", Quote(group), "should be a domain with at least one dot"));
-  } else if (std::string e = api::ValidateDns1123Subdomain(group); !e.empty()) {
-    errs.push_back(FieldInvalid("spec.group", Quote(group), e));
+  } else if (std::vector<std::string> e = api::IsDns1123Subdomain(group); !e.empty()) {
+    errs.push_back(FieldInvalid("spec.group", Quote(group), absl::StrJoin(e, ",")));
   }
   if (plural.empty()) {
     errs.push_back(FieldRequired("spec.names.plural", ""));
-  } else if (std::string e = api::ValidateDns1123Label(plural); !e.empty()) {
-    errs.push_back(FieldInvalid("spec.names.plural", Quote(plural), e));
+  } else if (std::vector<std::string> e = api::IsDns1123Label(plural); !e.empty()) {
+    errs.push_back(FieldInvalid("spec.names.plural", Quote(plural), absl::StrJoin(e, ",")));
   }
   if (kind.empty()) errs.push_back(FieldRequired("spec.names.kind", ""));
   if (!group.empty() && !plural.empty() && name != plural + "." + group) {
@@ -137,8 +138,8 @@ std::optional<ApiStatus> Core::PlanCrd(const Json& crd,
         errs.push_back(FieldRequired(path + ".name", ""));
         continue;
       }
-      if (std::string e = api::ValidateDns1123Label(vname); !e.empty()) {
-        errs.push_back(FieldInvalid(path + ".name", Quote(vname), e));
+      if (std::vector<std::string> e = api::IsDns1035Label(vname); !e.empty()) {
+        errs.push_back(FieldInvalid(path + ".name", Quote(vname), absl::StrJoin(e, ",")));
       }
       if (!seen.insert(vname).second) {
         errs.push_back({"FieldValueDuplicate", path + ".name",

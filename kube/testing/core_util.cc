@@ -222,26 +222,30 @@ std::vector<FieldError> ValidateMeta(const Json& obj, bool dns_label_name) {
   const Json& m = MetaOf(obj);
   std::string name = Str(m, "name");
   if (!name.empty()) {
-    std::string e = dns_label_name ? api::ValidateDns1123Label(name)
-                                   : api::ValidateDns1123Subdomain(name);
-    if (!e.empty()) errs.push_back(FieldInvalid("metadata.name", Quote(name), e));
+    for (const std::string& e :
+         dns_label_name ? api::IsDns1123Label(name) : api::IsDns1123Subdomain(name)) {
+      errs.push_back(FieldInvalid("metadata.name", Quote(name), e));
+    }
   }
   if (auto f = m.find("labels"); f != m.end() && f->is_object()) {
     for (auto it = f->begin(); it != f->end(); ++it) {
-      std::string e = api::ValidateLabelKey(it.key());
-      if (!e.empty()) errs.push_back(FieldInvalid("metadata.labels", Quote(it.key()), e));
+      for (const std::string& e : api::IsQualifiedName(it.key())) {
+        errs.push_back(FieldInvalid("metadata.labels", Quote(it.key()), e));
+      }
       if (it.value().is_string()) {
         std::string v = it.value().get<std::string>();
-        e = api::ValidateLabelValue(v);
-        if (!e.empty()) errs.push_back(FieldInvalid("metadata.labels", Quote(v), e));
+        for (const std::string& e : api::IsValidLabelValue(v)) {
+          errs.push_back(FieldInvalid("metadata.labels", Quote(v), e));
+        }
       }
     }
   }
   if (auto f = m.find("annotations"); f != m.end() && f->is_object()) {
     size_t total = 0;
     for (auto it = f->begin(); it != f->end(); ++it) {
-      std::string e = api::ValidateLabelKey(it.key());
-      if (!e.empty()) errs.push_back(FieldInvalid("metadata.annotations", Quote(it.key()), e));
+      for (const std::string& e : api::IsQualifiedName(it.key())) {
+        errs.push_back(FieldInvalid("metadata.annotations", Quote(it.key()), e));
+      }
       total += it.key().size();
       if (it.value().is_string()) total += it.value().get_ref<const std::string&>().size();
     }
@@ -254,8 +258,7 @@ std::vector<FieldError> ValidateMeta(const Json& obj, bool dns_label_name) {
     for (size_t i = 0; i < f->size(); ++i) {
       if (!(*f)[i].is_string()) continue;
       std::string fin = (*f)[i].get<std::string>();
-      std::string e = api::ValidateLabelKey(fin);
-      if (!e.empty()) {
+      for (const std::string& e : api::IsQualifiedName(fin)) {
         errs.push_back(FieldInvalid(StrCat("metadata.finalizers[", i, "]"), Quote(fin), e));
       }
     }

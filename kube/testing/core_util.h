@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "api/labels.h"
+#include "api/names.h"
 #include "base/json.h"
 #include "kube/testing/core.h"
 #include "kube/testing/errors.h"
