@@ -208,11 +208,12 @@ struct FaultCounts {
 //     serialization; a HTTP worker thread is held, as a kube-apiserver goroutine is).
 //   - per_write: every create/update/patch/delete/deletecollection waits this much more
 //     (the etcd commit; writes to different objects overlap).
-//   - per_object_write: writes (update/patch/delete, status included) of ONE object are
-//     serialized, each holding the object this long after its own request delay: N concurrent
-//     writes of one object complete no sooner than N x per_object_write after the first
-//     arrives (etcd + GuaranteedUpdate on one key). A writer with a stale resourceVersion
-//     still gets its 409, after its turn.
+//   - per_object_write: writes (update/patch/delete, status included) of ONE object take turns
+//     in arrival order (after their request delay); a write that lands holds the object this
+//     long before it is answered (etcd + GuaranteedUpdate on one key): N concurrent writes of
+//     one object that all land take >= N x per_object_write. A write that fails (409 on a stale
+//     resourceVersion, 404, 422) waits for the turn but holds nothing, as kube-apiserver
+//     answers a failed precondition without an etcd write.
 //   - watch_delay: a watch event is delivered no earlier than this after the write that made
 //     it (watch cache + fan-out); events keep their order.
 //   - jitter: each delay above is stretched by a random factor in [1, 1 + jitter] (seeded).

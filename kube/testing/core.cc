@@ -817,16 +817,25 @@ HttpResponse Core::Dispatch(const HttpRequest& req) {
     }
   }
 
+  // The latency model (off by default): wait until the request may be served; a write of one
+  // object waits for its turn, and one that landed keeps the object for the commit time.
   if (req.network) {
-    // The latency model (off by default): wait until the request may be served.
-    const std::string object_key =
-        t.kind == Target::kResource && !t.name.empty() && verb != "create"
-            ? StrCat(t.group, "/", t.plural, "/", t.ns, "/", t.name)
-            : std::string();
-    const absl::Time ready = latency_.RequestReadyAt(clock_->Now(), verb, object_key);
+    const absl::Time ready = latency_.RequestReadyAt(clock_->Now(), verb);
     if (ready > absl::InfinitePast()) clock_->SleepUntil(ready);
   }
+  std::optional<LatencyState::Turn> turn =
+      req.network && t.kind == Target::kResource && !resolve_error && !t.name.empty() &&
+              (verb == "update" || verb == "patch" || verb == "delete")
+          ? latency_.WaitForTurn(StrCat(t.group, "/", t.plural, "/", t.ns, "/", t.name))
+          : std::nullopt;
+  HttpResponse out = Serve(req, t, verb, seg, resolve_error);
+  if (turn && out.code < 300) clock_->SleepFor(turn->hold());
+  return out;
+}
 
+HttpResponse Core::Serve(const HttpRequest& req, const Target& t, const std::string& verb,
+                         const std::vector<std::string>& seg,
+                         const std::optional<ApiStatus>& resolve_error) {
   switch (t.kind) {
     case Target::kNotFound:
       return StatusResp(ResourceNotFoundStatus());

@@ -252,6 +252,10 @@ class Core {
 
   // Routing.
   HttpResponse Dispatch(const HttpRequest& req);
+  // Dispatch's last step: the request routed to its handler (after faults and latency).
+  HttpResponse Serve(const HttpRequest& req, const Target& t, const std::string& verb,
+                     const std::vector<std::string>& seg,
+                     const std::optional<ApiStatus>& resolve_error);
   HttpResponse Discovery(const HttpRequest& req, const Target& t);
   HttpResponse OpenApi(const HttpRequest& req, const std::vector<std::string>& seg);
   HttpResponse Get(const HttpRequest& req, const Target& t);

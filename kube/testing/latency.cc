@@ -17,18 +17,12 @@ LatencyModel CalibratedLatencyModel() {
 
 namespace internal {
 
-namespace {
-// Slots of objects no write is waiting for are forgotten once the map grows past this.
-constexpr size_t kMaxTrackedObjects = 4096;
-}  // namespace
-
 LatencyState::LatencyState(LatencyModel model) : model_(model), rng_(model.seed) {}
 
 void LatencyState::Set(LatencyModel model) {
   std::lock_guard<std::mutex> l(mu_);
   model_ = model;
   rng_.seed(model.seed);
-  if (model.per_object_write <= absl::ZeroDuration()) busy_until_.clear();
 }
 
 LatencyModel LatencyState::Get() const {
@@ -46,24 +40,36 @@ absl::Duration LatencyState::StretchedLocked(absl::Duration d) {
   return d * std::uniform_real_distribution<double>(1.0, 1.0 + model_.jitter)(rng_);
 }
 
-absl::Time LatencyState::RequestReadyAt(absl::Time now, std::string_view verb,
-                                        const std::string& object_key) {
+absl::Time LatencyState::RequestReadyAt(absl::Time now, std::string_view verb) {
   std::lock_guard<std::mutex> l(mu_);
   if (!model_.enabled()) return absl::InfinitePast();
-  const bool write = IsWrite(verb);
   absl::Time ready = now + StretchedLocked(model_.per_request);
-  if (write) ready += StretchedLocked(model_.per_write);
-  if (write && !object_key.empty() && model_.per_object_write > absl::ZeroDuration()) {
-    if (busy_until_.size() > kMaxTrackedObjects) {
-      for (auto it = busy_until_.begin(); it != busy_until_.end();) {
-        it = it->second < now ? busy_until_.erase(it) : std::next(it);
-      }
-    }
-    absl::Time& busy = busy_until_[object_key];
-    busy = std::max(ready, busy) + StretchedLocked(model_.per_object_write);
-    ready = busy;
-  }
+  if (IsWrite(verb)) ready += StretchedLocked(model_.per_write);
   return ready;
+}
+
+std::optional<LatencyState::Turn> LatencyState::WaitForTurn(const std::string& object_key) {
+  std::unique_lock<std::mutex> l(mu_);
+  if (model_.per_object_write <= absl::ZeroDuration()) return std::nullopt;
+  Queue& q = queues_[object_key];
+  const uint64_t ticket = q.next_ticket++;
+  // `q` stays valid: the entry is erased only when no writer holds or waits for a ticket.
+  turns_cv_.wait(l, [&] { return q.serving == ticket; });
+  return Turn(this, object_key, ticket, StretchedLocked(model_.per_object_write));
+}
+
+void LatencyState::EndTurn(const std::string& key, uint64_t ticket) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = queues_.find(key);
+  if (it == queues_.end() || it->second.serving != ticket) return;  // broken invariant: ignore
+  if (++it->second.serving == it->second.next_ticket) {
+    queues_.erase(it);
+  }
+  turns_cv_.notify_all();
+}
+
+LatencyState::Turn::~Turn() {
+  if (state_ != nullptr) state_->EndTurn(key_, ticket_);
 }
 
 absl::Time LatencyState::WatchDueAt(absl::Time now) {

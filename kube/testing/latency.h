@@ -5,12 +5,15 @@
 // (WatchDueAt, stamped on the queued watch items). Thread-safe; holds no other lock while it
 // runs, so Core may call it with its store locked.
 
+#include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <random>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/time/time.h"
 #include "kube/testing/apiserver.h"
@@ -25,10 +28,36 @@ class LatencyState {
   LatencyModel Get() const;
 
   // When a request that arrives at `now` may be served: now + per_request (+ per_write for a
-  // write verb); a write of one object (`object_key` not empty: update/patch/delete) then
-  // also takes the object's next free per_object_write slot. InfinitePast() when the model is
-  // off (nothing to wait for).
-  absl::Time RequestReadyAt(absl::Time now, std::string_view verb, const std::string& object_key);
+  // write verb). InfinitePast() when the model is off (nothing to wait for).
+  absl::Time RequestReadyAt(absl::Time now, std::string_view verb);
+
+  // One write's turn on one object (per_object_write): writes of the same object take turns
+  // in arrival order. The holder performs its write; if it landed, it keeps the object for
+  // `hold` (the etcd commit of that key) before answering, so the next writer of the object
+  // waits. A write that did not land (409 on a stale resourceVersion, 404, 422) lets the next
+  // one go at once, as kube-apiserver answers a failed precondition without an etcd write.
+  class Turn {
+   public:
+    Turn(LatencyState* state, std::string key, uint64_t ticket, absl::Duration hold)
+        : state_(state), key_(std::move(key)), ticket_(ticket), hold_(hold) {}
+    Turn(Turn&& o) noexcept
+        : state_(std::exchange(o.state_, nullptr)), key_(std::move(o.key_)),
+          ticket_(o.ticket_), hold_(o.hold_) {}
+    Turn(const Turn&) = delete;
+    Turn& operator=(const Turn&) = delete;
+    Turn& operator=(Turn&&) = delete;
+    ~Turn();  // the next writer of the object may go
+    absl::Duration hold() const { return hold_; }
+
+   private:
+    LatencyState* state_;
+    std::string key_;
+    uint64_t ticket_;
+    absl::Duration hold_;
+  };
+  // Blocks until it is this write's turn on `object_key`; nullopt (no wait) when
+  // per_object_write is zero.
+  std::optional<Turn> WaitForTurn(const std::string& object_key);
 
   // When a watch event of a change made at `now` may be delivered (InfinitePast() if
   // watch_delay is zero).
@@ -38,12 +67,18 @@ class LatencyState {
   static bool IsWrite(std::string_view verb);
 
  private:
+  struct Queue {
+    uint64_t next_ticket = 0;  // handed to the next arriving writer
+    uint64_t serving = 0;      // the writer whose turn it is
+  };
   absl::Duration StretchedLocked(absl::Duration d);  // d x [1, 1 + jitter]
+  void EndTurn(const std::string& key, uint64_t ticket);
 
   mutable std::mutex mu_;
-  LatencyModel model_;                         // guarded by mu_
-  std::mt19937_64 rng_;                        // guarded by mu_
-  std::map<std::string, absl::Time> busy_until_;  // guarded by mu_: per_object_write slots
+  std::condition_variable turns_cv_;
+  LatencyModel model_;                  // guarded by mu_
+  std::mt19937_64 rng_;                 // guarded by mu_
+  std::map<std::string, Queue> queues_;  // guarded by mu_: objects with a writer in turn
 };
 
 }  // namespace spiderpool::kube::testing::internal
