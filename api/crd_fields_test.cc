@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_join.h"
 #include "api/kinds.h"
 #include "base/json.h"
 #include "base/yaml.h"
@@ -94,12 +95,6 @@ void Compare(const FieldTree& tree, const Json& schema_in, const std::string& pa
   }
 }
 
-std::string Join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const std::string& s : v) out += "\n  " + s;
-  return out;
-}
-
 template <typename T>
 std::vector<std::string> CheckKind(const std::map<std::string, Json>& crds) {
   const ResourceInfo& r = T::Resource();
@@ -161,7 +156,7 @@ TEST(CrdFields, EverySpiderKindMatchesItsCrd) {
   });
   EXPECT_EQ(checked, 7);
   EXPECT_TRUE(all.empty()) << all.size() << " mismatches between api/ types and CRDs:"
-                           << Join(all);
+                           << "\n  " << absl::StrJoin(all, "\n  ");
   // No CRD of our group without a C++ type.
   for (const auto& entry : crds) {
     const std::string& kind = entry.first;  // (a structured binding cannot be captured: clang 14)

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "agent/cni/agent_client.h"
 #include "agent/cni/cni.h"
 #include "agent/cni/ipam_conf.h"
@@ -26,15 +27,6 @@ namespace spiderpool::agent::cni {
 namespace {
 
 constexpr std::string_view kAbout = "CNI plugin spiderpool (IPAM, C++ reimplementation)";
-
-std::string Join(const std::vector<std::string>& v, std::string_view sep) {
-  std::string out;
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) out += sep;
-    out += v[i];
-  }
-  return out;
-}
 
 // ---- file logging ---------------------------------------------------------------------------
 // Lines go to ipam.log_file_path when it can be opened for append (its directory is created if
@@ -262,7 +254,7 @@ Outcome CmdAdd(Invocation& inv) {
   if (inv.k8s.pod_name.empty()) missing.push_back("K8S_POD_NAME");
   if (!missing.empty()) {
     return Fail({kErrInvalidEnv,
-                 base::StrCat("required CNI_ARGS [", Join(missing, ","), "] missing"),
+                 base::StrCat("required CNI_ARGS [", absl::StrJoin(missing, ","), "] missing"),
                  "CNI_ARGS=" + inv.env.args},
                 v);
   }

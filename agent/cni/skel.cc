@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "base/json.h"
 #include "base/strings.h"
 
@@ -16,19 +17,10 @@ std::string Getenv(const char* name) {
   return v ? std::string(v) : std::string();
 }
 
-std::string Join(const std::vector<std::string>& v, std::string_view sep) {
-  std::string out;
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) out += sep;
-    out += v[i];
-  }
-  return out;
-}
-
 std::string SupportedList() {
   std::vector<std::string> q;
   for (std::string_view v : kSupportedVersions) q.push_back(base::StrCat("\"", v, "\""));
-  return "[" + Join(q, " ") + "]";
+  return "[" + absl::StrJoin(q, " ") + "]";
 }
 
 }  // namespace
@@ -59,7 +51,8 @@ std::optional<Outcome> RunSkel(const Env& env, std::string_view about,
     // libcni's skel: without CNI_COMMAND, print what this is and exit 0.
     return Outcome{0, "",
                    base::StrCat(about, "\nCNI protocol versions supported: ",
-                                Join({kSupportedVersions.begin(), kSupportedVersions.end()},
+                                absl::StrJoin(std::vector<std::string>(kSupportedVersions.begin(),
+                                                       kSupportedVersions.end()),
                                      ", "),
                                 "\n")};
   }
@@ -72,7 +65,9 @@ std::optional<Outcome> RunSkel(const Env& env, std::string_view about,
   if ((add || del || check || gc || status) && env.path.empty()) missing.push_back("CNI_PATH");
   if (!missing.empty()) {
     return Fail({kErrInvalidEnv,
-                 base::StrCat("required env variables [", Join(missing, ","), "] missing"), ""},
+                 base::StrCat("required env variables [", absl::StrJoin(missing, ","),
+                              "] missing"),
+                 ""},
                 "");
   }
   if (cmd == "VERSION") return Succeed(VersionInfoJson());

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "absl/strings/str_join.h"
 #include "base/strings.h"
 
 namespace spiderpool::dra::driver {
@@ -30,15 +31,6 @@ bool IsDNSSubdomain(std::string_view s) {
     return false;
   }
   return true;
-}
-
-std::string Join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const std::string& s : v) {
-    if (!out.empty()) out += ",";
-    out += s;
-  }
-  return out;
 }
 
 std::string NicKey(const api::ClaimNic& nic, std::string_view scp_namespace) {
@@ -151,7 +143,7 @@ absl::StatusOr<cdi::ClaimSpec> BuildClaimSpec(const SpecInputs& in) {
   for (const DeviceRequestAllocationResult* r : in.results) {
     devices.push_back(StrCat(r->pool, "/", r->device));
   }
-  spec.env.emplace_back(kEnvDevices, Join(devices));
+  spec.env.emplace_back(kEnvDevices, absl::StrJoin(devices, ","));
   if (in.parameters == nullptr) return spec;
 
   const api::SpiderClaimParameter& scp = *in.parameters;
@@ -163,7 +155,7 @@ absl::StatusOr<cdi::ClaimSpec> BuildClaimSpec(const SpecInputs& in) {
   for (const api::ClaimNic& nic : scp.spec.secondary_nics) {
     networks.push_back(NicKey(nic, scp.metadata.namespace_));
   }
-  if (!networks.empty()) spec.env.emplace_back(kEnvNetworks, Join(networks));
+  if (!networks.empty()) spec.env.emplace_back(kEnvNetworks, absl::StrJoin(networks, ","));
   std::vector<std::string> masters;
   std::set<std::string> seen;
   for (const std::string& key : MultusConfigKeys(scp)) {
@@ -175,7 +167,7 @@ absl::StatusOr<cdi::ClaimSpec> BuildClaimSpec(const SpecInputs& in) {
       if (seen.insert(m).second) masters.push_back(m);
     }
   }
-  if (!masters.empty()) spec.env.emplace_back(kEnvMasterNics, Join(masters));
+  if (!masters.empty()) spec.env.emplace_back(kEnvMasterNics, absl::StrJoin(masters, ","));
   if (scp.spec.enable_rdma) spec.env.emplace_back(kEnvRdma, "true");
   if (scp.spec.rdma_acc.value_or(false)) {
     if (in.rdma_library_path.empty()) {

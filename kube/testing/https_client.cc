@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 
+#include "absl/strings/str_join.h"
 #include "base/status.h"
 #include "base/strings.h"
 #include "kube/testing/errors.h"
@@ -197,12 +198,6 @@ std::vector<std::string> SubjectAltNames(X509* cert, bool ips) {
   return out;
 }
 
-std::string Join(const std::vector<std::string>& v, std::string_view sep) {
-  std::string out;
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? std::string(sep) : "") + v[i];
-  return out;
-}
-
 // x509.HostnameError.Error().
 std::string HostnameErrorText(X509* cert, const std::string& host) {
   if (IsIp(host)) {
@@ -211,13 +206,13 @@ std::string HostnameErrorText(X509* cert, const std::string& host) {
       return StrCat("x509: cannot validate certificate for ", host,
                     " because it doesn't contain any IP SANs");
     }
-    return StrCat("x509: certificate is valid for ", Join(ips, ", "), ", not ", host);
+    return StrCat("x509: certificate is valid for ", absl::StrJoin(ips, ", "), ", not ", host);
   }
   std::vector<std::string> dns = SubjectAltNames(cert, false);
   if (dns.empty()) {
     return StrCat("x509: certificate is not valid for any names, but wanted to match ", host);
   }
-  return StrCat("x509: certificate is valid for ", Join(dns, ", "), ", not ", host);
+  return StrCat("x509: certificate is valid for ", absl::StrJoin(dns, ", "), ", not ", host);
 }
 
 std::string ChainErrorText(int err) {

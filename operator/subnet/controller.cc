@@ -4,6 +4,7 @@
 #include <thread>
 #include <utility>
 
+#include "absl/strings/str_join.h"
 #include "base/log.h"
 #include "base/status.h"
 #include "base/strings.h"
@@ -81,12 +82,6 @@ api::ObjectReference RefOf(const Application& app) {
 
 std::vector<IPRange> Intersect(const std::vector<IPRange>& a, std::vector<IPRange> b) {
   return base::SubtractIPRanges(a, base::SubtractIPRanges(a, std::move(b)));
-}
-
-std::string Join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const std::string& s : v) out += (out.empty() ? "" : ",") + s;
-  return out;
 }
 
 // The application strings a subnet's controlledIPPools names (for kSubnetAppIndex).
@@ -512,7 +507,7 @@ absl::Status AutoPoolController::EraseRecords(api::SpiderSubnet subnet,
     SP_LOG(Info)
         .Msg("freed SpiderSubnet IPs of auto-created IPPools")
         .KV("subnet", name)
-        .KV("records", Join(erased));
+        .KV("records", absl::StrJoin(erased, ","));
     return absl::OkStatus();
   });
 }
@@ -595,8 +590,8 @@ absl::StatusOr<AutoPoolController::Outcome> AutoPoolController::EnsurePool(
     *pool_name = names[0];
     Warn(app, "InvalidAutoPools",
          StrCat("it's invalid that SpiderSubnet '", want.subnet, "' owns multiple IPv",
-                want.ip_version, " auto-created IPPools [", Join(names), "] of interface ",
-                want.if_name, " for one application"));
+                want.ip_version, " auto-created IPPools [", absl::StrJoin(names, ","),
+                "] of interface ", want.if_name, " for one application"));
     return Outcome::kUserError;
   }
   std::shared_ptr<const api::SpiderIPPool> cached = found.empty() ? nullptr : found[0];
@@ -754,9 +749,9 @@ absl::StatusOr<AutoPoolController::Outcome> AutoPoolController::EnsurePool(
           .Msg("recorded auto-created IPPool IPs in SpiderSubnet")
           .KV("subnet", want.subnet)
           .KV("pool", name)
-          .KV("ips", Join(target))
-          .KV("claimed", Join(base::FormatIPRanges(plan->claimed)))
-          .KV("releasing", Join(base::FormatIPRanges(plan->releasing)));
+          .KV("ips", absl::StrJoin(target, ","))
+          .KV("claimed", absl::StrJoin(base::FormatIPRanges(plan->claimed), ","))
+          .KV("releasing", absl::StrJoin(base::FormatIPRanges(plan->releasing), ","));
     }
 
     // b. The pool.
@@ -770,7 +765,7 @@ absl::StatusOr<AutoPoolController::Outcome> AutoPoolController::EnsurePool(
         SP_LOG(Info)
             .Msg("updated auto-created IPPool")
             .KV("pool", name)
-            .KV("ips", Join(target))
+            .KV("ips", absl::StrJoin(target, ","))
             .KV("desired", want.ip_number);
       }
     } else {
@@ -784,7 +779,7 @@ absl::StatusOr<AutoPoolController::Outcome> AutoPoolController::EnsurePool(
           .Msg("created auto-created IPPool")
           .KV("pool", name)
           .KV("subnet", want.subnet)
-          .KV("ips", Join(target))
+          .KV("ips", absl::StrJoin(target, ","))
           .KV("desired", want.ip_number);
     }
     if (plan->over_desired > 0) {
