@@ -25,6 +25,7 @@
 #include "base/strings.h"
 #include "base/subprocess.h"
 #include "base/testing/podman.h"
+#include "base/testing/wait.h"
 #include "dra/kubeletplugin/testing/fake_kubelet.h"
 #include "e2e/node/node_env.h"
 #include "kube/rest/client.h"
@@ -153,12 +154,7 @@ class DraNodeTest : public ::testing::Test {
 
   // Polls (bounded: a failure guard, not a timing assertion).
   bool Eventually(const std::function<bool()>& pred) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (!pred()) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return true;
+    return base::testing::WaitUntil(pred, absl::Seconds(60), absl::Milliseconds(50));
   }
 
   // Device names of this node's slices.

@@ -24,6 +24,7 @@
 #include "api/core.h"
 #include "api/spider.h"
 #include "api/apps.h"
+#include "base/testing/wait.h"
 #include "base/yaml.h"
 #include "multus/generate.h"
 #include "e2e/node/node_env.h"
@@ -158,13 +159,9 @@ class IpamNodeTest : public ::testing::Test {
 
   // Polls API state (bounded); true once `pred` holds.
   bool Eventually(const std::function<bool()>& pred, absl::Duration timeout = absl::Seconds(30)) {
-    const absl::Time deadline = absl::Now() + timeout;
-    while (!pred()) {
-      if (absl::Now() > deadline) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return true;
+    return base::testing::WaitUntil(pred, timeout, absl::Milliseconds(50));
   }
+
 
   std::string ReadLog(const std::string& file) const {
     std::ifstream in(base::StrCat(tmp_, "/", file));

@@ -8,8 +8,12 @@
 #include <mutex>
 #include <thread>
 
+#include "base/testing/wait.h"
+
 namespace spiderpool::kube {
 namespace {
+
+using ::spiderpool::base::testing::WaitUntil;
 
 // Records reconciles and lets the test decide each outcome.
 class ScriptedReconciler : public Reconciler {
@@ -46,16 +50,6 @@ class ScriptedReconciler : public Reconciler {
   std::map<std::string, std::vector<absl::StatusOr<ReconcileResult>>> script_;
   int total_ = 0;
 };
-
-// Polls `pred` (bounded): for state that has no notification to wait on.
-template <typename Pred>
-bool WaitUntil(Pred pred) {
-  for (int i = 0; i < 30000; ++i) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return false;
-}
 
 TEST(ReconcileRequest, KeyRoundTrip) {
   EXPECT_EQ(ReconcileRequest::FromKey("ns/a"), (ReconcileRequest{"ns", "a"}));

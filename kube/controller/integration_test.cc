@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "api/core.h"
+#include "base/testing/wait.h"
 #include "kube/controller/controller.h"
 #include "kube/controller/manager.h"
 #include "kube/informer/informer.h"
@@ -18,6 +19,8 @@
 
 namespace spiderpool::kube {
 namespace {
+
+using ::spiderpool::base::testing::WaitUntil;
 
 constexpr char kMark[] = "spiderpool.test/reconciled";
 
@@ -45,15 +48,6 @@ class MarkReconciler : public Reconciler {
   Informer<api::ConfigMap>* cache_;
   Client<api::ConfigMap> client_;
 };
-
-template <typename Pred>
-bool WaitUntil(Pred pred) {
-  for (int i = 0; i < 3000; ++i) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
 
 TEST(ControllerStack, ElectedManagerReconcilesThroughTheInformer) {
   auto cluster = testing::TestCluster::Start();

@@ -12,20 +12,14 @@
 #include <thread>
 
 #include "absl/time/clock.h"
+#include "base/testing/wait.h"
 #include "kube/rest/rest_client.h"
 #include "kube/testing/apiserver_test_fixture.h"
 
 namespace spiderpool::kube::testing::apiserver_test {
 namespace {
 
-bool Eventually(const std::function<bool()>& f, absl::Duration timeout = absl::Seconds(10)) {
-  absl::Time end = absl::Now() + timeout;
-  while (absl::Now() < end) {
-    if (f()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return f();
-}
+using ::spiderpool::base::testing::WaitUntil;
 
 std::unique_ptr<LoopbackApiServer> Start(LoopbackOptions o = {}) {
   auto s = LoopbackApiServer::Start(std::move(o));
@@ -51,24 +45,24 @@ TEST(LoopbackLifecycleTest, EveryNamespaceGetsTheRootCaConfigMapAndTheDefaultSer
   ASSERT_NE(server, nullptr);
   ASSERT_EQ(server->Call("POST", "/api/v1/namespaces", Namespace("team-a")).code, 201);
   // Written by the controllers, shortly after (not in the create's answer).
-  ASSERT_TRUE(Eventually([&] {
+  ASSERT_TRUE(WaitUntil([&] {
     return server->Call("GET", "/api/v1/namespaces/team-a/configmaps/kube-root-ca.crt").code ==
            200;
   }));
   auto cm = server->Call("GET", "/api/v1/namespaces/team-a/configmaps/kube-root-ca.crt");
   EXPECT_EQ(cm.body["data"]["ca.crt"], server->ca_pem());
-  EXPECT_TRUE(Eventually([&] {
+  EXPECT_TRUE(WaitUntil([&] {
     return server->Call("GET", "/api/v1/namespaces/team-a/serviceaccounts/default").code == 200;
   }));
   // The namespaces that exist from the start have them too.
-  EXPECT_TRUE(Eventually([&] {
+  EXPECT_TRUE(WaitUntil([&] {
     return server->Call("GET", "/api/v1/namespaces/default/configmaps/kube-root-ca.crt").code ==
            200;
   }));
   // Deleted: published again.
   ASSERT_EQ(server->Call("DELETE", "/api/v1/namespaces/team-a/configmaps/kube-root-ca.crt").code,
             200);
-  EXPECT_TRUE(Eventually([&] {
+  EXPECT_TRUE(WaitUntil([&] {
     return server->Call("GET", "/api/v1/namespaces/team-a/configmaps/kube-root-ca.crt").code ==
            200;
   }));
@@ -93,8 +87,12 @@ TEST(LoopbackLifecycleTest, NamespaceDeletionIsAsynchronousAndWaitsForGracefulPo
             "because it is being terminated");
   // The controller deletes the contents; the pod on a node is only terminating (its kubelet
   // would finish it), so the namespace stays.
-  EXPECT_TRUE(Eventually([&] {
-    return server->Call("GET", "/api/v1/namespaces/doomed/configmaps/a").code == 404;
+  // (The controller visits the kinds in turn: wait for both, not one after the other.)
+  EXPECT_TRUE(WaitUntil([&] {
+    return server->Call("GET", "/api/v1/namespaces/doomed/configmaps/a").code == 404 &&
+           server->Call("GET", "/api/v1/namespaces/doomed/pods/p")
+               .body["metadata"]
+               .contains("deletionTimestamp");
   }));
   auto pod = server->Call("GET", "/api/v1/namespaces/doomed/pods/p");
   ASSERT_EQ(pod.code, 200);
@@ -104,7 +102,7 @@ TEST(LoopbackLifecycleTest, NamespaceDeletionIsAsynchronousAndWaitsForGracefulPo
   ASSERT_EQ(
       server->Call("DELETE", "/api/v1/namespaces/doomed/pods/p", {{"gracePeriodSeconds", 0}}).code,
       200);
-  EXPECT_TRUE(Eventually([&] {
+  EXPECT_TRUE(WaitUntil([&] {
     return server->Call("GET", "/api/v1/namespaces/doomed").code == 404;
   }));
 }
@@ -171,7 +169,7 @@ TEST(LoopbackLifecycleTest, GarbageCollectorDeletesDependentsOfDeletedOwners) {
   // Background (the default): the owner goes at once, the dependent after.
   ASSERT_EQ(server->Call("DELETE", std::string(kCmPath) + "/owner").code, 200);
   EXPECT_EQ(server->Call("GET", std::string(kCmPath) + "/owner").code, 404);
-  EXPECT_TRUE(Eventually([&] {
+  EXPECT_TRUE(WaitUntil([&] {
     return server->Call("GET", std::string(kCmPath) + "/dependent").code == 404;
   }));
 
@@ -179,7 +177,7 @@ TEST(LoopbackLifecycleTest, GarbageCollectorDeletesDependentsOfDeletedOwners) {
   Json ghost = owner.body;
   ghost["metadata"]["name"] = "never-made";
   ASSERT_EQ(server->Call("POST", kCmPath, OwnedConfigMap("orphaned-at-birth", ghost)).code, 201);
-  EXPECT_TRUE(Eventually([&] {
+  EXPECT_TRUE(WaitUntil([&] {
     return server->Call("GET", std::string(kCmPath) + "/orphaned-at-birth").code == 404;
   }));
 }
@@ -192,7 +190,7 @@ TEST(LoopbackLifecycleTest, OrphanAndForegroundPropagation) {
   ASSERT_EQ(server->Call("POST", cms, OwnedConfigMap("kept", a.body)).code, 201);
   ASSERT_EQ(
       server->Call("DELETE", cms + "/owner-a", {{"propagationPolicy", "Orphan"}}).code, 200);
-  EXPECT_TRUE(Eventually([&] { return server->Call("GET", cms + "/owner-a").code == 404; }));
+  EXPECT_TRUE(WaitUntil([&] { return server->Call("GET", cms + "/owner-a").code == 404; }));
   auto kept = server->Call("GET", cms + "/kept");
   ASSERT_EQ(kept.code, 200);
   EXPECT_FALSE(kept.body["metadata"].contains("ownerReferences"));
@@ -202,7 +200,7 @@ TEST(LoopbackLifecycleTest, OrphanAndForegroundPropagation) {
   auto del = server->Call("DELETE", cms + "/owner-b", {{"propagationPolicy", "Foreground"}});
   ASSERT_EQ(del.code, 200);
   EXPECT_EQ(del.body["metadata"]["finalizers"], Json::array({"foregroundDeletion"}));
-  EXPECT_TRUE(Eventually([&] { return server->Call("GET", cms + "/owner-b").code == 404; }));
+  EXPECT_TRUE(WaitUntil([&] { return server->Call("GET", cms + "/owner-b").code == 404; }));
   EXPECT_EQ(server->Call("GET", cms + "/gone").code, 404);
 }
 

@@ -14,6 +14,7 @@
 #include "api/spider.h"
 #include "base/json.h"
 #include "base/strings.h"
+#include "base/testing/wait.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kube/rest/client.h"
@@ -24,6 +25,8 @@
 namespace spiderpool::op::cleanup {
 namespace {
 
+using ::spiderpool::base::testing::WaitUntil;
+
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAre;
@@ -32,15 +35,6 @@ constexpr char kCrdDir[] = "charts/spiderpool/crds";
 constexpr char kLabel[] = "cleanup-test.spiderpool.spidernet.io/ns";
 const std::string kOurs(api::kSpiderFinalizer);
 constexpr char kOther[] = "example.com/keep";
-
-bool WaitUntil(const std::function<bool()>& pred, absl::Duration timeout = absl::Seconds(20)) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (!pred()) {
-    if (absl::Now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
-}
 
 class CleanupTest : public ::testing::Test {
  protected:

@@ -19,6 +19,7 @@
 #include "api/core.h"
 #include "api/spider.h"
 #include "base/json.h"
+#include "base/testing/wait.h"
 #include "kube/controller/manager.h"
 #include "kube/rest/client.h"
 #include "kube/rest/errors.h"
@@ -27,21 +28,14 @@
 namespace spiderpool::op::coordinator {
 namespace {
 
+using ::spiderpool::base::testing::WaitUntil;
+
 using api::SpiderCoordinator;
 using base::Json;
 using Strings = std::vector<std::string>;
 
 constexpr char kCrdDir[] = "charts/spiderpool/crds";
 constexpr char kTestLabel[] = "coordinator-test.spiderpool.spidernet.io/ns";
-
-bool WaitUntil(const std::function<bool()>& pred) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
-}
 
 
 class CoordinatorControllerTest : public ::testing::Test {

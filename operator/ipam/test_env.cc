@@ -28,15 +28,6 @@ void StripAndDelete(const kube::Client<T>& client, const std::string& ns,
 
 }  // namespace
 
-bool WaitUntil(const std::function<bool()>& pred, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (!pred()) {
-    if (absl::Now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return true;
-}
-
 absl::StatusOr<std::unique_ptr<TestEnv>> TestEnv::Start() {
   std::unique_ptr<TestEnv> env(new TestEnv());
   SP_ASSIGN_OR_RETURN(env->cluster_, kube::testing::TestCluster::Start());

@@ -21,6 +21,7 @@
 #include "api/apps.h"
 #include "api/core.h"
 #include "api/spider.h"
+#include "base/testing/wait.h"
 #include "kube/informer/informer.h"
 #include "kube/metrics/metrics.h"
 #include "kube/rest/client.h"
@@ -34,8 +35,7 @@ inline constexpr char kOwnerLabel[] = "spiderpool.test/owner";
 // pod at once; a real cluster would too without a kubelet).
 inline constexpr char kHoldFinalizer[] = "spiderpool.test/hold";
 
-// Polls `pred` every 10 ms until it holds or `timeout` (real time) passes.
-bool WaitUntil(const std::function<bool()>& pred, absl::Duration timeout = absl::Seconds(30));
+using ::spiderpool::base::testing::WaitUntil;
 
 class TestEnv {
  public:

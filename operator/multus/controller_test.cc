@@ -15,6 +15,7 @@
 
 #include "api/core.h"
 #include "base/json.h"
+#include "base/testing/wait.h"
 #include "base/yaml.h"
 #include "kube/controller/manager.h"
 #include "kube/rest/errors.h"
@@ -23,6 +24,8 @@
 
 namespace spiderpool::op::multus {
 namespace {
+
+using ::spiderpool::base::testing::WaitUntil;
 
 namespace gen = ::spiderpool::multus;
 using api::NetworkAttachmentDefinition;
@@ -38,16 +41,6 @@ std::string ReadFile(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-// Polls `pred` every 10 ms until it holds or 30 s (real time) pass.
-bool WaitUntil(const std::function<bool()>& pred) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return true;
 }
 
 Json MacvlanSMC(const std::string& name, const std::string& ns, const std::string& master,
