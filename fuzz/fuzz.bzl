@@ -13,12 +13,6 @@ def fuzz_target(name, srcs, deps = [], local_defines = []):
         name = name,
         testonly = True,
         srcs = srcs,
-        # The target's own file is instrumented in every fuzzing config (--config=fuzz also
-        # instruments the libraries; --config=fuzz_smoke does not: .bazelrc).
-        copts = select({
-            "//fuzz:fuzzing": ["-fsanitize=fuzzer-no-link"],
-            "//conditions:default": [],
-        }),
         local_defines = local_defines,
         deps = deps + select({
             "//fuzz:fuzzing": [],

@@ -35,7 +35,9 @@ for round in 1 2; do
   SPIDERPOOL_CNI_BUNDLE=$work/image/usr/lib/spiderpool/cni CNI_BIN_HOST_PATH=$work/host \
     CNI_BIN_MOUNT=$work/host INSTALL_EXTRA_PLUGINS=true sh images/install-cni.sh >/dev/null
   for plugin in spiderpool coordinator ifacer macvlan; do
-    out=$(echo '{"cniVersion":"0.4.0"}' | env -i CNI_COMMAND=VERSION "$work/host/$plugin")
+    # A here-string, not a pipe: a plugin that answers VERSION without reading stdin would
+    # SIGPIPE the writer, and with pipefail that fails the check (exit 141, seen in CI).
+    out=$(env -i CNI_COMMAND=VERSION "$work/host/$plugin" <<<'{"cniVersion":"0.4.0"}')
     [[ $out == *'"supportedVersions"'* ]] || { echo "images: launcher $plugin (round $round): $out"; exit 1; }
   done
   [[ $(find "$work/host" -maxdepth 1 -name 'spiderpool.d-*' | wc -l) -eq 1 ]] ||
