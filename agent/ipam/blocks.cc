@@ -186,10 +186,6 @@ void NodeBlocks::TopUp(const std::string& pool, sp::PoolState& state,
   if (want <= 0) return;
   absl::StatusOr<std::vector<base::IPAddress>> got = state.Reserve(node_, want);
   if (!got.ok() || got->empty()) return;
-  // An IP still marked as being given back that the pool hands us again: that release landed
-  // (its write was reported failed, e.g. a timeout, but committed). It is a fresh reservation
-  // now; the retried release must not take it away again once a pod holds it.
-  for (const base::IPAddress& ip : *got) b.releasing.erase(ip);
   reserved->insert(reserved->end(), got->begin(), got->end());
   *dirty = true;
 }
@@ -433,15 +429,7 @@ absl::Status NodeBlocks::Sync(const std::string& pool, SyncWhat what, absl::Time
           freed += static_cast<int64_t>(n);
           if (n > 0) book.dirty = true;
         }
-        {
-          // Only what is still being given back (TopUp may have taken an IP back into use
-          // after an earlier release of it landed).
-          absl::MutexLock l(&mu_);
-          const Block& b = blocks_[pool];
-          for (const base::IPAddress& ip : releasing) {
-            if (b.releasing.count(ip)) book.dirty |= book.state.Unreserve(ip, node_);
-          }
-        }
+        for (const base::IPAddress& ip : releasing) book.dirty |= book.state.Unreserve(ip, node_);
         if (what.topup) TopUp(pool, book.state, &topped_up, &book.dirty);
         return absl::OkStatus();
       },
