@@ -242,10 +242,7 @@ absl::StatusOr<PoolWriter::Taken> PoolWriter::TakeOne(const std::vector<std::str
     // not full for long: idle reservations go back quickly once the pool has no unreserved IP.
     // Ask their nodes to give them back (blocks.h point 6) and wait (bounded) instead of
     // failing the pod.
-    // Bounded by the request's deadline (less a second to answer) and 30 s: under load the
-    // owners' writes take seconds (measured: a 10 s bound still failed ADDs on a busy machine).
-    const absl::Time wait_until =
-        std::min(deadline - absl::Seconds(1), clock_->Now() + absl::Seconds(30));
+    const absl::Time wait_until = std::min(deadline, clock_->Now() + absl::Seconds(10));
     absl::Status s;
     std::string holders;  // who holds the pool, when it was full
     while (true) {
