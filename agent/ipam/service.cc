@@ -91,8 +91,47 @@ IpamService::IpamService(std::shared_ptr<kube::RestClient> rest, ServiceOptions 
     : rest_(rest),
       options_(std::move(options)),
       clock_(options_.clock ? options_.clock : &base::RealClock::Get()),
+      pool_store_(rest),
+      committer_(&pool_store_,
+                 {.load = [this](const api::SpiderIPPool& pool) -> absl::StatusOr<PoolBook> {
+                    absl::StatusOr<sp::PoolState> st = BuildPool(pool);
+                    if (!st.ok()) return st.status();
+                    return PoolBook{*std::move(st), false};
+                  },
+                  .dirty = [](const PoolBook& b) { return b.dirty; },
+                  .store = [](const PoolBook& b, api::SpiderIPPool* pool) { b.state.WriteStatus(pool); },
+                  .cached = [this](const std::string& name) -> std::optional<api::SpiderIPPool> {
+                    auto p = pool_informer_.store().Get(name);
+                    if (p == nullptr) return std::nullopt;
+                    return *p;
+                  },
+                  .newer = [this](const std::string& name, const std::string& stale) {
+                    return NewerPool(name, stale, absl::Milliseconds(50));
+                  }},
+                 clock_),
+      blocks_(options_.node_name,
+              BlockOptions{.max_block = options_.config.node_ip_block_size}, &committer_,
+              {.cached_pool = [this](const std::string& name) {
+                 return pool_informer_.store().Get(name);
+               },
+               .endpoint_ips = [this](const std::string& pool) { return EndpointIPs(pool); },
+               .build = [this](const api::SpiderIPPool& pool) { return BuildPool(pool); },
+               .waiting_pods = [this] { return WaitingPods(); },
+               .pools = [this] {
+                 // Only once every cache has synced: recovery needs this node's endpoints.
+                 std::vector<std::string> names;
+                 if (!Ready()) return names;
+                 for (const auto& p : pool_informer_.store().List()) {
+                   names.push_back(p->metadata.name);
+                 }
+                 return names;
+               },
+               .prewarm_pools = [this] { return PrewarmPools(); },
+               .wanted_elsewhere = [this](const std::string& pool) { return WantedElsewhere(pool); }},
+              clock_),
       pods_(rest),
       endpoints_(rest),
+      pools_(rest),
       pod_informer_(rest, {.field_selector = base::StrCat("spec.nodeName=", options_.node_name),
                            .registry = options_.registry}),
       namespace_informer_(rest, {.registry = options_.registry}),
@@ -100,27 +139,26 @@ IpamService::IpamService(std::shared_ptr<kube::RestClient> rest, ServiceOptions 
                             .registry = options_.registry}),
       pool_informer_(rest, {.registry = options_.registry}),
       reserved_informer_(rest, {.registry = options_.registry}),
-      endpoint_informer_(rest, {.registry = options_.registry}),
-      writer_(rest,
-              {.node_name = options_.node_name,
-               .block_size = options_.config.node_ip_block_size,
-               .max_allocated_ips_per_pool = options_.config.max_allocated_ips_per_pool,
-               .clock = clock_,
-               .forecast = [this] { return PrewarmPools(); }},
-              {.pools = &pool_informer_.store(),
-               .endpoints = &endpoint_informer_.store(),
-               .reserved = &reserved_informer_.store(),
-               .pods = &pod_informer_.store(),
-               .synced = [this] { return Ready(); }}) {
+      endpoint_informer_(rest, {.registry = options_.registry}) {
   if (options_.registry != nullptr) RegisterMetrics(*options_.registry);
-  // The pool writer acts on pool changes (a newer version after a 409, another node's ask)
-  // and on pods scheduled here (the prewarm).
+  // Wakes committers waiting for the watch to deliver a pool newer than the one that met a 409.
+  auto wake = [this] {
+    absl::MutexLock lock(&pool_events_mu_);
+    pool_events_cv_.SignalAll();
+  };
   pool_informer_.AddHandlers(
-      {.on_add = [this](const api::SpiderIPPool& p) { writer_.OnPoolChanged(nullptr, p); },
-       .on_update = [this](const api::SpiderIPPool& before, const api::SpiderIPPool& after) {
-         writer_.OnPoolChanged(&before, after);
+      {.on_add = [wake](const api::SpiderIPPool&) { wake(); },
+       .on_update = [this, wake](const api::SpiderIPPool& before, const api::SpiderIPPool& after) {
+         wake();
+         // Another node asks for idle reservations (blocks.h point 6).
+         auto mark = [](const api::SpiderIPPool& p) {
+           auto it = p.metadata.annotations.find(kAnnotationReservationsWanted);
+           return it == p.metadata.annotations.end() ? std::string() : it->second;
+         };
+         if (mark(before) != mark(after)) blocks_.Wake();
        }});
-  pod_informer_.AddHandlers({.on_add = [this](const api::Pod&) { writer_.OnPodAdded(); }});
+  // A pod scheduled here: the node reservations may prewarm for it (blocks.h point 4).
+  pod_informer_.AddHandlers({.on_add = [this](const api::Pod&) { blocks_.Poke(); }});
 }
 
 std::vector<std::shared_ptr<const api::SpiderIPPool>> IpamService::CachedPools() const {
@@ -155,6 +193,18 @@ void IpamService::OnPoolsOrNodeChanged(std::function<void()> fn) {
          if (n.metadata.name == node) fn();
        },
        .on_delete = node_changed});
+}
+
+std::optional<api::SpiderIPPool> IpamService::NewerPool(const std::string& name,
+                                                        const std::string& stale,
+                                                        absl::Duration wait) {
+  const absl::Time deadline = absl::Now() + wait;
+  absl::MutexLock lock(&pool_events_mu_);
+  while (true) {
+    std::shared_ptr<const api::SpiderIPPool> p = pool_informer_.store().Get(name);
+    if (p != nullptr && ResourceVersionNewer(p->metadata.resource_version, stale)) return *p;
+    if (pool_events_cv_.WaitWithDeadline(&pool_events_mu_, deadline)) return std::nullopt;
+  }
 }
 
 IpamService::~IpamService() {
@@ -198,12 +248,12 @@ void IpamService::RegisterMetrics(kube::metrics::Registry& registry) {
                        "handed-out IPs whose reservation had vanished (an error)");
   collect_hook_ = registry.AddCollectHook([this, &conflicts, &writes, &retries, &mutations,
                                            &handouts, &reserved, &given_back, &lost] {
-    const CommitterStats s = writer_.committer_stats();
+    const CommitterStats s = committer_.stats();
     conflicts.Inc(static_cast<double>(s.conflicts) - conflicts.Value());
     writes.Inc(static_cast<double>(s.writes) - writes.Value());
     retries.Inc(static_cast<double>(s.retries) - retries.Value());
     mutations.Inc(static_cast<double>(s.mutations) - mutations.Value());
-    const NodeBlocks::Stats b = writer_.block_stats();
+    const NodeBlocks::Stats b = blocks_.stats();
     handouts.Inc(static_cast<double>(b.taken) - handouts.Value());
     reserved.Inc(static_cast<double>(b.reserved) - reserved.Value());
     given_back.Inc(static_cast<double>(b.released) - given_back.Value());
@@ -218,11 +268,11 @@ void IpamService::Start() {
   threads_.emplace_back([this](std::stop_token s) { pool_informer_.Run(s); });
   threads_.emplace_back([this](std::stop_token s) { reserved_informer_.Run(s); });
   threads_.emplace_back([this](std::stop_token s) { endpoint_informer_.Run(s); });
-  writer_.Start();
+  blocks_.Start();
 }
 
 void IpamService::Stop() {
-  writer_.Stop();
+  blocks_.Stop();
   for (auto& t : threads_) t.request_stop();
   threads_.clear();  // joins
 }
@@ -340,8 +390,26 @@ absl::StatusOr<std::optional<api::SpiderEndpoint>> IpamService::GetEndpoint(cons
   return base::Annotate(fresh.status(), base::StrCat("getting SpiderEndpoint ", ns, "/", name));
 }
 
+bool IpamService::IsWaiting(const api::Pod& pod) const {
+  if (pod.spec.host_network || pod.metadata.IsDeleting() || pod.status.phase == "Succeeded" ||
+      pod.status.phase == "Failed") {
+    return false;
+  }
+  std::shared_ptr<const api::SpiderEndpoint> ep =
+      endpoint_informer_.store().Get(Key(pod.metadata.namespace_, pod.metadata.name));
+  return !(ep != nullptr && ep->status.has_value() && ep->status->current.uid == pod.metadata.uid);
+}
+
+std::set<std::string> IpamService::WaitingPods() const {
+  std::set<std::string> uids;
+  for (const std::shared_ptr<const api::Pod>& pod : pod_informer_.store().List()) {
+    if (IsWaiting(*pod)) uids.insert(pod->metadata.uid);
+  }
+  return uids;
+}
+
 std::vector<std::string> IpamService::PrewarmPools() {
-  if (!writer_.reservations_enabled() || !Ready()) return {};
+  if (!blocks_.enabled() || !Ready()) return {};
   ipamapi::IpamAddArgs args;
   std::map<std::string, std::vector<std::string>> known;
   {
@@ -354,7 +422,7 @@ std::vector<std::string> IpamService::PrewarmPools() {
   std::set<std::string> out;
   int selections = 0;
   for (const std::shared_ptr<const api::Pod>& pod : pod_informer_.store().List()) {
-    if (!writer_.IsWaiting(*pod)) continue;
+    if (!IsWaiting(*pod)) continue;
     const std::string& uid = pod->metadata.uid;
     auto it = known.find(uid);
     if (it == known.end()) {
@@ -386,6 +454,37 @@ std::vector<std::string> IpamService::PrewarmPools() {
   return {out.begin(), out.end()};
 }
 
+bool IpamService::WantedElsewhere(const std::string& pool) const {
+  std::shared_ptr<const api::SpiderIPPool> p = pool_informer_.store().Get(pool);
+  if (p == nullptr) return false;
+  auto it = p->metadata.annotations.find(kAnnotationReservationsWanted);
+  if (it == p->metadata.annotations.end()) return false;
+  std::vector<std::string> parts = absl::StrSplit(it->second, ' ');
+  int64_t at_ms = 0;
+  if (parts.size() != 2 || parts[0] == options_.node_name || !absl::SimpleAtoi(parts[1], &at_ms)) {
+    return false;
+  }
+  const absl::Duration age = clock_->Now() - absl::FromUnixMillis(at_ms);
+  return age < absl::Seconds(10) && age > -absl::Seconds(10);
+}
+
+void IpamService::AskForReservations(const std::string& pool) {
+  const absl::Time now = clock_->Now();
+  {
+    absl::MutexLock l(&prewarm_mu_);
+    absl::Time& last = asked_[pool];
+    if (now - last < absl::Seconds(1)) return;
+    last = now;
+  }
+  const base::Json patch = {{"metadata", {{"annotations", {{kAnnotationReservationsWanted,
+      base::StrCat(options_.node_name, " ", absl::ToUnixMillis(now))}}}}}};
+  absl::StatusOr<api::SpiderIPPool> r = pools_.Patch("", pool, kube::PatchType::kMerge, patch);
+  if (!r.ok()) {
+    SP_LOG(Warning).Msg("could not ask other nodes for their idle reservations").KV("pool", pool)
+        .KV("error", r.status().ToString());
+  }
+}
+
 void IpamService::NoteSandbox(const std::string& uid, const std::string& container_id) {
   absl::MutexLock l(&prewarm_mu_);
   if (sandboxes_.size() > 8192) sandboxes_.clear();  // bounded; the pool records are the fallback
@@ -404,7 +503,7 @@ bool IpamService::NewerSandboxHolds(const std::vector<std::string>& pools, const
       return false;
     }
   }
-  return writer_.OtherContainerHolds(pools, uid, container_id);  // not ADDed by this agent run
+  return OtherContainerHolds(pools, uid, container_id);  // not ADDed by this agent run
 }
 
 sp::SelectionConfig IpamService::SelectionConfigFor() const {
@@ -425,6 +524,18 @@ std::vector<const api::SpiderIPPool*> IpamService::PoolSnapshot(
   out.reserve(keep->size());
   for (const auto& p : *keep) out.push_back(p.get());
   return out;
+}
+
+std::vector<base::IPRange> IpamService::ReservedRanges() const {
+  std::vector<api::SpiderReservedIP> reserved;
+  for (const auto& r : reserved_informer_.store().List()) reserved.push_back(*r);
+  absl::StatusOr<std::vector<base::IPRange>> ranges = sp::ReservedRanges(reserved);
+  if (!ranges.ok()) {
+    // A malformed SpiderReservedIP (the webhook should have refused it) reserves nothing.
+    SP_LOG(Warning).Msg("ignoring malformed SpiderReservedIP").KV("error", ranges.status().ToString());
+    return {};
+  }
+  return *std::move(ranges);
 }
 
 absl::StatusOr<sp::SelectionRequest> IpamService::BuildSelectionRequest(
@@ -712,13 +823,7 @@ absl::StatusOr<ipamapi::IpamAddResponse> IpamService::DoAllocate(const ipamapi::
       if (has_nic()) {
         // Same pod (a repeated ADD or a new sandbox) or a re-created StatefulSet pod: the
         // records move to this UID / container; nothing new is allocated.
-        // The records' owner is the endpoint's name: the pod's, or its VMI's (KubeVirt).
-        SP_RETURN_IF_ERROR(writer_.ReassignRecords(
-            *endpoint,
-            {.pod = Key(endpoint->metadata.namespace_, endpoint->metadata.name),
-             .pod_uid = pod->metadata.uid, .node = options_.node_name,
-             .container_id = args.container_id},
-            deadline));
+        SP_RETURN_IF_ERROR(ReassignRecords(*endpoint, *pod, args.container_id, deadline));
         if (!same_pod || named_now || endpoint->status->current.node != options_.node_name) {
           SP_RETURN_IF_ERROR(WriteEndpoint(endpoint, *pod, owner, details));
         }
@@ -729,7 +834,7 @@ absl::StatusOr<ipamapi::IpamAddResponse> IpamService::DoAllocate(const ipamapi::
     if (!same_pod && !sts) {
       // The endpoint belongs to an earlier pod of this name: free what it still holds.
       bool all = false;
-      SP_RETURN_IF_ERROR(writer_.ReleasePodRecords(PoolsOf(*endpoint), endpoint->status->current.uid, "",
+      SP_RETURN_IF_ERROR(ReleasePodRecords(PoolsOf(*endpoint), endpoint->status->current.uid, "",
                                            deadline, &all));
       SP_RETURN_IF_ERROR(DeleteEndpoint(*endpoint));
       endpoint.reset();
@@ -774,7 +879,7 @@ absl::StatusOr<ipamapi::IpamAddResponse> IpamService::AllocateFresh(
 
   // The records' owner: the pod, or the VMI whose name the endpoint carries.
   const std::string pod_key = Key(pod.metadata.namespace_, EndpointName(pod, owner));
-  std::vector<PoolWriter::Taken> taken;
+  std::vector<Taken> taken;
   std::vector<sp::NicAllocation> nics;
   absl::Status failed;
   for (const sp::NicCandidates& nic : selection->nics) {
@@ -787,7 +892,7 @@ absl::StatusOr<ipamapi::IpamAddResponse> IpamService::AllocateFresh(
     for (int version : {4, 6}) {
       const std::vector<std::string>& pools = version == 4 ? nic.ipv4_pools : nic.ipv6_pools;
       if (pools.empty()) continue;
-      absl::StatusOr<PoolWriter::Taken> t = writer_.TakeOne(pools, version, request, deadline);
+      absl::StatusOr<Taken> t = TakeOne(pools, version, request, deadline);
       if (!t.ok()) {
         failed = t.status();
         break;
@@ -804,7 +909,7 @@ absl::StatusOr<ipamapi::IpamAddResponse> IpamService::AllocateFresh(
         " (enableIPv4/enableIPv6 and the candidate pools leave nothing to allocate)"));
   }
   if (!failed.ok()) {
-    writer_.Undo(taken, pod.metadata.uid, deadline);
+    Undo(taken, pod.metadata.uid, deadline);
     return failed;
   }
   const sp::AllocationResult result =
@@ -816,7 +921,7 @@ absl::StatusOr<ipamapi::IpamAddResponse> IpamService::AllocateFresh(
   std::vector<api::IPAllocationDetail> stored =
       sp::EndpointDetails(result, selection->multiple_nic_no_name);
   if (absl::Status s = WriteEndpoint(old, pod, owner, stored); !s.ok()) {
-    writer_.Undo(taken, pod.metadata.uid, deadline);
+    Undo(taken, pod.metadata.uid, deadline);
     return s;
   }
   {
@@ -911,25 +1016,25 @@ absl::Status IpamService::DoRelease(const ipamapi::IpamDelArgs& args, absl::Time
   } else {
     // No endpoint for this UID (the write failed, or it was deleted): the pools holding
     // records of the UID, written or still in this node's reservations.
-    pools = writer_.PoolsWithUnflushed(uid);
+    pools = blocks_.PoolsWithUnflushed(uid);
     if (records.has_value()) pools.insert(pools.end(), records->pools.begin(), records->pools.end());
   }
   const bool own_endpoint = endpoint.has_value() && endpoint->status->current.uid == uid;
-  if (writer_.reservations_enabled()) {
+  if (blocks_.enabled()) {
     // Without waiting for a pool write (blocks.h point 5): the endpoint goes first (the durable
     // sign that the records are free), unless a newer sandbox of the pod holds IPs too; the
     // records are freed by the node reservations' keeper.
     if (own_endpoint && !NewerSandboxHolds(pools, uid, args.container_id)) {
       SP_RETURN_IF_ERROR(DeleteEndpoint(*endpoint));
     }
-    if (writer_.ReleaseInBackground(pools, uid, args.container_id)) {
+    if (ReleaseInBackground(pools, uid, args.container_id)) {
       SP_LOG(Info).Msg("released").KV("pod", Key(args.pod_namespace, args.pod_name))
           .KV("container", args.container_id).KV("pools", pools.size()).KV("records", "background");
       return absl::OkStatus();
     }
   }
   bool all_released = true;
-  SP_RETURN_IF_ERROR(writer_.ReleasePodRecords(pools, uid, args.container_id, deadline, &all_released));
+  SP_RETURN_IF_ERROR(ReleasePodRecords(pools, uid, args.container_id, deadline, &all_released));
   if (own_endpoint && all_released) SP_RETURN_IF_ERROR(DeleteEndpoint(*endpoint));
   SP_LOG(Info).Msg("released").KV("pod", Key(args.pod_namespace, args.pod_name))
       .KV("container", args.container_id).KV("pools", pools.size());

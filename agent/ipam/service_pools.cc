@@ -1,11 +1,11 @@
-#include "agent/ipam/pool_writer.h"
-
+// IpamService, the pool side: where the request flow (service.cc) meets the SpiderIPPools —
+// the pool store, taking an IP (node reservation first, else a group-committed write that also
+// tops the reservation up), undoing, releasing and re-assigning records, and the hooks
+// NodeBlocks needs (blocks.h).
 #include <algorithm>
 
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
+#include "agent/ipam/service.h"
 #include "api/spider.h"
-#include "base/json.h"
 #include "base/log.h"
 #include "base/status.h"
 #include "base/strings.h"
@@ -13,150 +13,6 @@
 
 namespace spiderpool::agent::ipam {
 namespace sp = ::spiderpool::ipam;
-namespace {
-std::string Key(std::string_view ns, std::string_view name) { return base::StrCat(ns, "/", name); }
-}  // namespace
-
-// ---- lifecycle ------------------------------------------------------------------------------
-
-PoolWriter::PoolWriter(std::shared_ptr<kube::RestClient> rest, PoolWriterOptions options,
-                       PoolCaches caches)
-    : options_(std::move(options)),
-      caches_(std::move(caches)),
-      clock_(options_.clock ? options_.clock : &base::RealClock::Get()),
-      pool_store_(rest),
-      pools_(rest),
-      committer_(&pool_store_,
-                 {.load = [this](const api::SpiderIPPool& pool) -> absl::StatusOr<PoolBook> {
-                    absl::StatusOr<sp::PoolState> st = BuildPool(pool);
-                    if (!st.ok()) return st.status();
-                    return PoolBook{*std::move(st), false};
-                  },
-                  .dirty = [](const PoolBook& b) { return b.dirty; },
-                  .store = [](const PoolBook& b, api::SpiderIPPool* pool) { b.state.WriteStatus(pool); },
-                  .cached = [this](const std::string& name) -> std::optional<api::SpiderIPPool> {
-                    auto p = caches_.pools->Get(name);
-                    if (p == nullptr) return std::nullopt;
-                    return *p;
-                  },
-                  .newer = [this](const std::string& name, const std::string& stale) {
-                    return NewerPool(name, stale, absl::Milliseconds(50));
-                  }},
-                 clock_),
-      blocks_(options_.node_name, BlockOptions{.max_block = options_.block_size}, &committer_,
-              {.cached_pool = [this](const std::string& name) { return caches_.pools->Get(name); },
-               .endpoint_ips = [this](const std::string& pool) { return EndpointIPs(pool); },
-               .build = [this](const api::SpiderIPPool& pool) { return BuildPool(pool); },
-               .waiting_pods = [this] { return WaitingPods(); },
-               .pools = [this] {
-                 // Only once every cache has synced: recovery needs this node's endpoints.
-                 std::vector<std::string> names;
-                 if (!caches_.synced()) return names;
-                 for (const auto& p : caches_.pools->List()) names.push_back(p->metadata.name);
-                 return names;
-               },
-               .prewarm_pools = [this]() -> std::vector<std::string> {
-                 if (!options_.forecast || !caches_.synced()) return {};
-                 return options_.forecast();
-               },
-               .wanted_elsewhere = [this](const std::string& pool) { return WantedElsewhere(pool); }},
-              clock_) {}
-
-PoolWriter::~PoolWriter() { Stop(); }
-
-void PoolWriter::Start() { blocks_.Start(); }
-void PoolWriter::Stop() { blocks_.Stop(); }
-
-void PoolWriter::OnPoolChanged(const api::SpiderIPPool* before, const api::SpiderIPPool& after) {
-  {
-    // Wakes committers waiting for the watch to deliver a pool newer than the one that met a
-    // 409.
-    absl::MutexLock lock(&pool_events_mu_);
-    pool_events_cv_.SignalAll();
-  }
-  // Another node asks for idle reservations (blocks.h point 6).
-  auto mark = [](const api::SpiderIPPool* p) {
-    if (p == nullptr) return std::string();
-    auto it = p->metadata.annotations.find(kAnnotationReservationsWanted);
-    return it == p->metadata.annotations.end() ? std::string() : it->second;
-  };
-  if (mark(before) != mark(&after)) blocks_.Wake();
-}
-
-void PoolWriter::OnPodAdded() { blocks_.Poke(); }
-
-std::optional<api::SpiderIPPool> PoolWriter::NewerPool(const std::string& name,
-                                                        const std::string& stale,
-                                                        absl::Duration wait) {
-  const absl::Time deadline = absl::Now() + wait;
-  absl::MutexLock lock(&pool_events_mu_);
-  while (true) {
-    std::shared_ptr<const api::SpiderIPPool> p = (*caches_.pools).Get(name);
-    if (p != nullptr && ResourceVersionNewer(p->metadata.resource_version, stale)) return *p;
-    if (pool_events_cv_.WaitWithDeadline(&pool_events_mu_, deadline)) return std::nullopt;
-  }
-}
-
-bool PoolWriter::IsWaiting(const api::Pod& pod) const {
-  if (pod.spec.host_network || pod.metadata.IsDeleting() || pod.status.phase == "Succeeded" ||
-      pod.status.phase == "Failed") {
-    return false;
-  }
-  std::shared_ptr<const api::SpiderEndpoint> ep =
-      (*caches_.endpoints).Get(Key(pod.metadata.namespace_, pod.metadata.name));
-  return !(ep != nullptr && ep->status.has_value() && ep->status->current.uid == pod.metadata.uid);
-}
-
-std::set<std::string> PoolWriter::WaitingPods() const {
-  std::set<std::string> uids;
-  for (const std::shared_ptr<const api::Pod>& pod : (*caches_.pods).List()) {
-    if (IsWaiting(*pod)) uids.insert(pod->metadata.uid);
-  }
-  return uids;
-}
-
-bool PoolWriter::WantedElsewhere(const std::string& pool) const {
-  std::shared_ptr<const api::SpiderIPPool> p = (*caches_.pools).Get(pool);
-  if (p == nullptr) return false;
-  auto it = p->metadata.annotations.find(kAnnotationReservationsWanted);
-  if (it == p->metadata.annotations.end()) return false;
-  std::vector<std::string> parts = absl::StrSplit(it->second, ' ');
-  int64_t at_ms = 0;
-  if (parts.size() != 2 || parts[0] == options_.node_name || !absl::SimpleAtoi(parts[1], &at_ms)) {
-    return false;
-  }
-  const absl::Duration age = clock_->Now() - absl::FromUnixMillis(at_ms);
-  return age < absl::Seconds(10) && age > -absl::Seconds(10);
-}
-
-void PoolWriter::AskForReservations(const std::string& pool) {
-  const absl::Time now = clock_->Now();
-  {
-    absl::MutexLock l(&asked_mu_);
-    absl::Time& last = asked_[pool];
-    if (now - last < absl::Seconds(1)) return;
-    last = now;
-  }
-  const base::Json patch = {{"metadata", {{"annotations", {{kAnnotationReservationsWanted,
-      base::StrCat(options_.node_name, " ", absl::ToUnixMillis(now))}}}}}};
-  absl::StatusOr<api::SpiderIPPool> r = pools_.Patch("", pool, kube::PatchType::kMerge, patch);
-  if (!r.ok()) {
-    SP_LOG(Warning).Msg("could not ask other nodes for their idle reservations").KV("pool", pool)
-        .KV("error", r.status().ToString());
-  }
-}
-
-std::vector<base::IPRange> PoolWriter::ReservedRanges() const {
-  std::vector<api::SpiderReservedIP> reserved;
-  for (const auto& r : (*caches_.reserved).List()) reserved.push_back(*r);
-  absl::StatusOr<std::vector<base::IPRange>> ranges = sp::ReservedRanges(reserved);
-  if (!ranges.ok()) {
-    // A malformed SpiderReservedIP (the webhook should have refused it) reserves nothing.
-    SP_LOG(Warning).Msg("ignoring malformed SpiderReservedIP").KV("error", ranges.status().ToString());
-    return {};
-  }
-  return *std::move(ranges);
-}
 
 namespace {
 
@@ -180,26 +36,26 @@ std::optional<sp::FamilyAllocation> FamilyFromSpec(const api::SpiderIPPool& pool
 
 // ---- pool store -------------------------------------------------------------------------------
 
-absl::StatusOr<api::SpiderIPPool> PoolWriter::KubePoolStore::Get(const std::string& name) {
+absl::StatusOr<api::SpiderIPPool> IpamService::KubePoolStore::Get(const std::string& name) {
   return pools_.Get("", name);
 }
 
-absl::StatusOr<api::SpiderIPPool> PoolWriter::KubePoolStore::UpdateStatus(
+absl::StatusOr<api::SpiderIPPool> IpamService::KubePoolStore::UpdateStatus(
     const api::SpiderIPPool& pool) {
   return pools_.UpdateStatus(pool);
 }
 
 // ---- NodeBlocks hooks ------------------------------------------------------------------------
 
-absl::StatusOr<sp::PoolState> PoolWriter::BuildPool(const api::SpiderIPPool& pool) const {
+absl::StatusOr<sp::PoolState> IpamService::BuildPool(const api::SpiderIPPool& pool) const {
   return sp::PoolState::Build(pool, ReservedRanges(),
-                              {.max_allocated_ips = options_.max_allocated_ips_per_pool});
+                              {.max_allocated_ips = options_.config.max_allocated_ips_per_pool});
 }
 
-std::map<base::IPAddress, sp::AllocationRequest> PoolWriter::EndpointIPs(
+std::map<base::IPAddress, sp::AllocationRequest> IpamService::EndpointIPs(
     const std::string& pool) const {
   std::map<base::IPAddress, sp::AllocationRequest> out;
-  for (const auto& ep : caches_.endpoints->List()) {
+  for (const auto& ep : endpoint_informer_.store().List()) {
     if (!ep->status.has_value() || ep->status->current.node != options_.node_name) continue;
     const api::WorkloadEndpointStatus& st = *ep->status;
     for (const api::IPAllocationDetail& d : st.current.ips) {
@@ -218,7 +74,7 @@ std::map<base::IPAddress, sp::AllocationRequest> PoolWriter::EndpointIPs(
   return out;
 }
 
-absl::Status PoolWriter::FlushBlocks(const std::vector<std::string>& pools,
+absl::Status IpamService::FlushBlocks(const std::vector<std::string>& pools,
                                       const std::string& uid, absl::Time deadline) {
   for (const std::string& pool : pools) {
     if (!blocks_.HasUnflushed(pool, uid)) continue;
@@ -231,7 +87,7 @@ absl::Status PoolWriter::FlushBlocks(const std::vector<std::string>& pools,
 
 // ---- pool mutations -------------------------------------------------------------------------
 
-absl::StatusOr<PoolWriter::Taken> PoolWriter::TakeOne(const std::vector<std::string>& pools,
+absl::StatusOr<IpamService::Taken> IpamService::TakeOne(const std::vector<std::string>& pools,
                                                         int ip_version,
                                                         const sp::AllocationRequest& request,
                                                         absl::Time deadline) {
@@ -307,11 +163,11 @@ absl::StatusOr<PoolWriter::Taken> PoolWriter::TakeOne(const std::vector<std::str
                                                    ": every candidate pool failed [", tried, "]"));
 }
 
-std::optional<PoolWriter::Taken> PoolWriter::TakeReserved(
+std::optional<IpamService::Taken> IpamService::TakeReserved(
     const std::string& pool, const sp::AllocationRequest& request,
     std::optional<std::vector<base::IPRange>>* reserved, absl::Time deadline) {
   if (!blocks_.enabled()) return std::nullopt;
-  std::shared_ptr<const api::SpiderIPPool> cached = caches_.pools->Get(pool);
+  std::shared_ptr<const api::SpiderIPPool> cached = pool_informer_.store().Get(pool);
   if (cached == nullptr || cached->spec.disable.value_or(false)) return std::nullopt;
   std::optional<sp::FamilyAllocation> family = FamilyFromSpec(*cached);
   if (!family.has_value()) return std::nullopt;
@@ -326,7 +182,7 @@ std::optional<PoolWriter::Taken> PoolWriter::TakeReserved(
   return Taken{.pool = pool, .ip = *ip, .family = *family, .from_block = true};
 }
 
-void PoolWriter::Undo(const std::vector<Taken>& taken, const std::string& uid,
+void IpamService::Undo(const std::vector<Taken>& taken, const std::string& uid,
                        absl::Time deadline) {
   for (const Taken& t : taken) {
     if (t.from_block && blocks_.Unassign(t.pool, t.ip, uid)) continue;  // never written
@@ -345,7 +201,7 @@ void PoolWriter::Undo(const std::vector<Taken>& taken, const std::string& uid,
   }
 }
 
-bool PoolWriter::ReleaseInBackground(const std::vector<std::string>& pools,
+bool IpamService::ReleaseInBackground(const std::vector<std::string>& pools,
                                       const std::string& uid, const std::string& container_id) {
   if (!blocks_.enabled()) return false;
   for (const std::string& pool : pools) {
@@ -354,13 +210,13 @@ bool PoolWriter::ReleaseInBackground(const std::vector<std::string>& pools,
   return true;
 }
 
-bool PoolWriter::OtherContainerHolds(const std::vector<std::string>& pools,
+bool IpamService::OtherContainerHolds(const std::vector<std::string>& pools,
                                       const std::string& uid,
                                       const std::string& container_id) const {
   if (container_id.empty()) return false;  // a DEL without a container frees them all
   for (const std::string& pool : pools) {
     if (blocks_.HandedToOtherContainer(pool, uid, container_id)) return true;
-    std::shared_ptr<const api::SpiderIPPool> p = caches_.pools->Get(pool);
+    std::shared_ptr<const api::SpiderIPPool> p = pool_informer_.store().Get(pool);
     if (p == nullptr) continue;
     absl::StatusOr<api::PoolIPAllocations> recs = p->AllocatedIPs();
     if (!recs.ok()) continue;
@@ -374,7 +230,7 @@ bool PoolWriter::OtherContainerHolds(const std::vector<std::string>& pools,
   return false;
 }
 
-absl::Status PoolWriter::ReleasePodRecords(const std::vector<std::string>& pools,
+absl::Status IpamService::ReleasePodRecords(const std::vector<std::string>& pools,
                                             const std::string& uid,
                                             const std::string& container_id, absl::Time deadline,
                                             bool* all_released) {
@@ -400,10 +256,12 @@ absl::Status PoolWriter::ReleasePodRecords(const std::vector<std::string>& pools
   return absl::OkStatus();
 }
 
-absl::Status PoolWriter::ReassignRecords(const api::SpiderEndpoint& endpoint,
-                                         const sp::AllocationRequest& owner,
-                                         absl::Time deadline) {
+absl::Status IpamService::ReassignRecords(const api::SpiderEndpoint& endpoint, const api::Pod& pod,
+                                          const std::string& container_id, absl::Time deadline) {
   // The records' owner is the endpoint's name: the pod's, or its VMI's (KubeVirt).
+  sp::AllocationRequest owner{.pod = base::StrCat(endpoint.metadata.namespace_, "/", endpoint.metadata.name),
+                              .pod_uid = pod.metadata.uid, .node = options_.node_name,
+                              .container_id = container_id};
   std::map<std::string, std::vector<base::IPAddress>> by_pool;
   for (const api::IPAllocationDetail& d : endpoint.status->current.ips) {
     auto add = [&](const std::optional<std::string>& pool, const std::optional<std::string>& cidr) {
@@ -416,7 +274,7 @@ absl::Status PoolWriter::ReassignRecords(const api::SpiderEndpoint& endpoint,
   }
   std::vector<std::string> pools;
   for (const auto& [pool, ips] : by_pool) pools.push_back(pool);
-  SP_RETURN_IF_ERROR(FlushBlocks(pools, owner.pod_uid, deadline));
+  SP_RETURN_IF_ERROR(FlushBlocks(pools, pod.metadata.uid, deadline));
   SP_RETURN_IF_ERROR(FlushBlocks(pools, endpoint.status->current.uid, deadline));
   for (const auto& entry : by_pool) {
     const std::string& pool = entry.first;  // (a structured binding cannot be captured: clang 14)
