@@ -3,9 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "api/kubevirt.h"
 #include "api/spider.h"
 #include "base/log.h"
@@ -125,13 +123,10 @@ IpamService::IpamService(std::shared_ptr<kube::RestClient> rest, ServiceOptions 
                    names.push_back(p->metadata.name);
                  }
                  return names;
-               },
-               .prewarm_pools = [this] { return PrewarmPools(); },
-               .wanted_elsewhere = [this](const std::string& pool) { return WantedElsewhere(pool); }},
+               }},
               clock_),
       pods_(rest),
       endpoints_(rest),
-      pools_(rest),
       pod_informer_(rest, {.field_selector = base::StrCat("spec.nodeName=", options_.node_name),
                            .registry = options_.registry}),
       namespace_informer_(rest, {.registry = options_.registry}),
@@ -146,19 +141,9 @@ IpamService::IpamService(std::shared_ptr<kube::RestClient> rest, ServiceOptions 
     absl::MutexLock lock(&pool_events_mu_);
     pool_events_cv_.SignalAll();
   };
-  pool_informer_.AddHandlers(
-      {.on_add = [wake](const api::SpiderIPPool&) { wake(); },
-       .on_update = [this, wake](const api::SpiderIPPool& before, const api::SpiderIPPool& after) {
-         wake();
-         // Another node asks for idle reservations (blocks.h point 6).
-         auto mark = [](const api::SpiderIPPool& p) {
-           auto it = p.metadata.annotations.find(kAnnotationReservationsWanted);
-           return it == p.metadata.annotations.end() ? std::string() : it->second;
-         };
-         if (mark(before) != mark(after)) blocks_.Wake();
-       }});
-  // A pod scheduled here: the node reservations may prewarm for it (blocks.h point 4).
-  pod_informer_.AddHandlers({.on_add = [this](const api::Pod&) { blocks_.Poke(); }});
+  pool_informer_.AddHandlers({.on_add = [wake](const api::SpiderIPPool&) { wake(); },
+                              .on_update = [wake](const api::SpiderIPPool&,
+                                                  const api::SpiderIPPool&) { wake(); }});
 }
 
 std::vector<std::shared_ptr<const api::SpiderIPPool>> IpamService::CachedPools() const {
@@ -390,131 +375,21 @@ absl::StatusOr<std::optional<api::SpiderEndpoint>> IpamService::GetEndpoint(cons
   return base::Annotate(fresh.status(), base::StrCat("getting SpiderEndpoint ", ns, "/", name));
 }
 
-bool IpamService::IsWaiting(const api::Pod& pod) const {
-  if (pod.spec.host_network || pod.metadata.IsDeleting() || pod.status.phase == "Succeeded" ||
-      pod.status.phase == "Failed") {
-    return false;
-  }
-  std::shared_ptr<const api::SpiderEndpoint> ep =
-      endpoint_informer_.store().Get(Key(pod.metadata.namespace_, pod.metadata.name));
-  return !(ep != nullptr && ep->status.has_value() && ep->status->current.uid == pod.metadata.uid);
-}
-
 std::set<std::string> IpamService::WaitingPods() const {
   std::set<std::string> uids;
   for (const std::shared_ptr<const api::Pod>& pod : pod_informer_.store().List()) {
-    if (IsWaiting(*pod)) uids.insert(pod->metadata.uid);
+    if (pod->spec.host_network || pod->metadata.IsDeleting() || pod->status.phase == "Succeeded" ||
+        pod->status.phase == "Failed") {
+      continue;
+    }
+    std::shared_ptr<const api::SpiderEndpoint> ep =
+        endpoint_informer_.store().Get(Key(pod->metadata.namespace_, pod->metadata.name));
+    if (ep != nullptr && ep->status.has_value() && ep->status->current.uid == pod->metadata.uid) {
+      continue;
+    }
+    uids.insert(pod->metadata.uid);
   }
   return uids;
-}
-
-std::vector<std::string> IpamService::PrewarmPools() {
-  if (!blocks_.enabled() || !Ready()) return {};
-  ipamapi::IpamAddArgs args;
-  std::map<std::string, std::vector<std::string>> known;
-  {
-    absl::MutexLock l(&prewarm_mu_);
-    args = add_template_;
-    known = predicted_;
-  }
-  if (args.if_name.empty()) args.if_name = std::string(sp::kDefaultInterface);
-  std::map<std::string, std::vector<std::string>> now;
-  std::set<std::string> out;
-  int selections = 0;
-  for (const std::shared_ptr<const api::Pod>& pod : pod_informer_.store().List()) {
-    if (!IsWaiting(*pod)) continue;
-    const std::string& uid = pod->metadata.uid;
-    auto it = known.find(uid);
-    if (it == known.end()) {
-      if (++selections > 64) continue;  // the rest next time (the keeper asks every second)
-      std::vector<std::string> pools;
-      absl::StatusOr<sp::PodOwner> owner = ResolveOwner(*pod);
-      absl::StatusOr<sp::SelectionRequest> req =
-          owner.ok() ? BuildSelectionRequest(*pod, *owner, args) : owner.status();
-      if (req.ok()) {
-        std::vector<std::shared_ptr<const api::SpiderIPPool>> keep;
-        absl::StatusOr<sp::Selection> sel = sp::SelectPools(*req, SelectionConfigFor(), PoolSnapshot(&keep));
-        if (sel.ok()) {
-          for (const sp::NicCandidates& nic : sel->nics) {
-            if (!nic.ipv4_pools.empty()) pools.push_back(nic.ipv4_pools.front());
-            if (!nic.ipv6_pools.empty()) pools.push_back(nic.ipv6_pools.front());
-          }
-        }
-      }
-      it = now.emplace(uid, std::move(pools)).first;
-    } else {
-      now.insert(*it);
-    }
-    out.insert(it->second.begin(), it->second.end());
-  }
-  {
-    absl::MutexLock l(&prewarm_mu_);
-    predicted_ = std::move(now);  // only the pods still waiting
-  }
-  return {out.begin(), out.end()};
-}
-
-bool IpamService::WantedElsewhere(const std::string& pool) const {
-  std::shared_ptr<const api::SpiderIPPool> p = pool_informer_.store().Get(pool);
-  if (p == nullptr) return false;
-  auto it = p->metadata.annotations.find(kAnnotationReservationsWanted);
-  if (it == p->metadata.annotations.end()) return false;
-  std::vector<std::string> parts = absl::StrSplit(it->second, ' ');
-  int64_t at_ms = 0;
-  if (parts.size() != 2 || parts[0] == options_.node_name || !absl::SimpleAtoi(parts[1], &at_ms)) {
-    return false;
-  }
-  const absl::Duration age = clock_->Now() - absl::FromUnixMillis(at_ms);
-  return age < absl::Seconds(10) && age > -absl::Seconds(10);
-}
-
-void IpamService::AskForReservations(const std::string& pool) {
-  const absl::Time now = clock_->Now();
-  {
-    absl::MutexLock l(&prewarm_mu_);
-    absl::Time& last = asked_[pool];
-    if (now - last < absl::Seconds(1)) return;
-    last = now;
-  }
-  const base::Json patch = {{"metadata", {{"annotations", {{kAnnotationReservationsWanted,
-      base::StrCat(options_.node_name, " ", absl::ToUnixMillis(now))}}}}}};
-  absl::StatusOr<api::SpiderIPPool> r = pools_.Patch("", pool, kube::PatchType::kMerge, patch);
-  if (!r.ok()) {
-    SP_LOG(Warning).Msg("could not ask other nodes for their idle reservations").KV("pool", pool)
-        .KV("error", r.status().ToString());
-  }
-}
-
-void IpamService::NoteSandbox(const std::string& uid, const std::string& container_id) {
-  absl::MutexLock l(&prewarm_mu_);
-  if (sandboxes_.size() > 8192) sandboxes_.clear();  // bounded; the pool records are the fallback
-  sandboxes_[uid] = container_id;
-}
-
-bool IpamService::NewerSandboxHolds(const std::vector<std::string>& pools, const std::string& uid,
-                                    const std::string& container_id) {
-  if (container_id.empty()) return false;  // a DEL without a container frees them all
-  {
-    absl::MutexLock l(&prewarm_mu_);
-    auto it = sandboxes_.find(uid);
-    if (it != sandboxes_.end()) {
-      if (it->second != container_id) return true;
-      sandboxes_.erase(it);
-      return false;
-    }
-  }
-  return OtherContainerHolds(pools, uid, container_id);  // not ADDed by this agent run
-}
-
-sp::SelectionConfig IpamService::SelectionConfigFor() const {
-  return {.enable_ipv4 = options_.config.enable_ipv4,
-          .enable_ipv6 = options_.config.enable_ipv6,
-          .enable_spider_subnet = options_.config.enable_spider_subnet,
-          .enable_auto_pool_for_application = options_.config.enable_auto_pool_for_application,
-          .cluster_subnet_default_flexible_ip_number =
-              options_.config.cluster_subnet_default_flexible_ip_number,
-          .agent_namespace = options_.agent_namespace,
-          .multus_cluster_network = options_.multus_cluster_network};
 }
 
 std::vector<const api::SpiderIPPool*> IpamService::PoolSnapshot(
@@ -827,7 +702,6 @@ absl::StatusOr<ipamapi::IpamAddResponse> IpamService::DoAllocate(const ipamapi::
         if (!same_pod || named_now || endpoint->status->current.node != options_.node_name) {
           SP_RETURN_IF_ERROR(WriteEndpoint(endpoint, *pod, owner, details));
         }
-        NoteSandbox(pod->metadata.uid, args.container_id);
         return ToWire(details, ConflictDetectionFor(*pod, owner));
       }
     }
@@ -848,7 +722,15 @@ absl::StatusOr<ipamapi::IpamAddResponse> IpamService::AllocateFresh(
     const std::optional<api::SpiderEndpoint>& old, absl::Time deadline,
     std::vector<std::string>* candidate_pools) {
   SP_ASSIGN_OR_RETURN(sp::SelectionRequest req, BuildSelectionRequest(pod, owner, args));
-  const sp::SelectionConfig config = SelectionConfigFor();
+  const sp::SelectionConfig config{
+      .enable_ipv4 = options_.config.enable_ipv4,
+      .enable_ipv6 = options_.config.enable_ipv6,
+      .enable_spider_subnet = options_.config.enable_spider_subnet,
+      .enable_auto_pool_for_application = options_.config.enable_auto_pool_for_application,
+      .cluster_subnet_default_flexible_ip_number =
+          options_.config.cluster_subnet_default_flexible_ip_number,
+      .agent_namespace = options_.agent_namespace,
+      .multus_cluster_network = options_.multus_cluster_network};
 
   // Auto pools (SpiderSubnet) are made by the controller; wait (bounded) until they exist.
   const absl::Time wait_until =
@@ -924,17 +806,8 @@ absl::StatusOr<ipamapi::IpamAddResponse> IpamService::AllocateFresh(
     Undo(taken, pod.metadata.uid, deadline);
     return s;
   }
-  {
-    // What the prewarm predicts the next pods' pools with (their NIC and the NAD's defaults).
-    absl::MutexLock l(&prewarm_mu_);
-    add_template_ = {.if_name = args.if_name,
-                     .default_ipv4_ippool = args.default_ipv4_ippool,
-                     .default_ipv6_ippool = args.default_ipv6_ippool,
-                     .clean_gateway = args.clean_gateway};
-  }
   SP_LOG(Info).Msg("allocated").KV("pod", pod_key).KV("nic", args.if_name)
       .KV("container", args.container_id).KV("ips", taken.size());
-  NoteSandbox(pod.metadata.uid, args.container_id);
   return ToWire(result.details, ConflictDetectionFor(pod, owner));
 }
 
@@ -1019,23 +892,11 @@ absl::Status IpamService::DoRelease(const ipamapi::IpamDelArgs& args, absl::Time
     pools = blocks_.PoolsWithUnflushed(uid);
     if (records.has_value()) pools.insert(pools.end(), records->pools.begin(), records->pools.end());
   }
-  const bool own_endpoint = endpoint.has_value() && endpoint->status->current.uid == uid;
-  if (blocks_.enabled()) {
-    // Without waiting for a pool write (blocks.h point 5): the endpoint goes first (the durable
-    // sign that the records are free), unless a newer sandbox of the pod holds IPs too; the
-    // records are freed by the node reservations' keeper.
-    if (own_endpoint && !NewerSandboxHolds(pools, uid, args.container_id)) {
-      SP_RETURN_IF_ERROR(DeleteEndpoint(*endpoint));
-    }
-    if (ReleaseInBackground(pools, uid, args.container_id)) {
-      SP_LOG(Info).Msg("released").KV("pod", Key(args.pod_namespace, args.pod_name))
-          .KV("container", args.container_id).KV("pools", pools.size()).KV("records", "background");
-      return absl::OkStatus();
-    }
-  }
   bool all_released = true;
   SP_RETURN_IF_ERROR(ReleasePodRecords(pools, uid, args.container_id, deadline, &all_released));
-  if (own_endpoint && all_released) SP_RETURN_IF_ERROR(DeleteEndpoint(*endpoint));
+  if (endpoint.has_value() && endpoint->status->current.uid == uid && all_released) {
+    SP_RETURN_IF_ERROR(DeleteEndpoint(*endpoint));
+  }
   SP_LOG(Info).Msg("released").KV("pod", Key(args.pod_namespace, args.pod_name))
       .KV("container", args.container_id).KV("pools", pools.size());
   return absl::OkStatus();

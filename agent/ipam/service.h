@@ -96,12 +96,9 @@ class IpamService : public IpamBackend {
   std::set<base::IPAddress> HandedOutReservations(const std::string& pool) const {
     return blocks_.HandedOut(pool);
   }
-  // Writes every IP handed out from this node's reservations as a pod record, and frees the
-  // records of the DELs that returned, now (both are written in the background anyway; see
-  // blocks.h).
+  // Writes every IP handed out from this node's reservations as a pod record now (they are
+  // written in the background anyway; see blocks.h).
   absl::Status FlushReservations(absl::Time deadline) { return blocks_.FlushAll(deadline); }
-  // Pod records of DELs that returned and that the background has not freed yet (blocks.h).
-  int64_t PendingReleases() const { return blocks_.PendingReleases(); }
 
   // Read access for the node's DRA device model (agent/dra): the cached SpiderIPPools, this
   // node's labels, and a callback run (on an informer thread; keep it cheap) after any pool or
@@ -158,18 +155,6 @@ class IpamService : public IpamBackend {
   // Pods scheduled to this node that have no SpiderEndpoint yet: their ADD is still to come
   // (NodeBlocks' demand hint).
   std::set<std::string> WaitingPods() const;
-  bool IsWaiting(const api::Pod& pod) const;
-  // NodeBlocks' prewarm: the pools the selection picks for the waiting pods (first candidate
-  // per NIC and family), with the NIC and default pools of this node's last ADD (eth0 and
-  // none before the first one). Predictions are kept per pod UID while it waits.
-  std::vector<std::string> PrewarmPools();
-  // NodeBlocks' wanted_elsewhere: `pool` carries a fresh kAnnotationReservationsWanted of
-  // another node.
-  bool WantedElsewhere(const std::string& pool) const;
-  // An ADD found `pool` full while other nodes hold idle reservations: asks them to give them
-  // back (the annotation; at most once a second per pool).
-  void AskForReservations(const std::string& pool);
-  ::spiderpool::ipam::SelectionConfig SelectionConfigFor() const;
   // Writes the unflushed block assignments of `uid` in `pools` as pod records first.
   absl::Status FlushBlocks(const std::vector<std::string>& pools, const std::string& uid,
                            absl::Time deadline);
@@ -185,21 +170,6 @@ class IpamService : public IpamBackend {
                                     absl::Time deadline);
   // Best-effort undo of `taken` (records of `uid` on those IPs).
   void Undo(const std::vector<Taken>& taken, const std::string& uid, absl::Time deadline);
-  // A DEL's release without waiting for the pool writes (blocks.h point 5): false when node
-  // reservations are off or not running (then ReleasePodRecords writes them itself). Call it
-  // after the pod's SpiderEndpoint is gone.
-  bool ReleaseInBackground(const std::vector<std::string>& pools, const std::string& uid,
-                           const std::string& container_id);
-  // The last sandbox (container) of pod `uid` whose ADD succeeded here.
-  void NoteSandbox(const std::string& uid, const std::string& container_id);
-  // Whether a sandbox of pod `uid` newer than `container_id` holds IPs: from NoteSandbox, else
-  // (an ADD of an earlier agent run) OtherContainerHolds.
-  bool NewerSandboxHolds(const std::vector<std::string>& pools, const std::string& uid,
-                         const std::string& container_id);
-  // Whether records of `uid` in `pools` belong to a container other than `container_id` (a
-  // newer sandbox of the pod), per the cached pool status and this node's reservations.
-  bool OtherContainerHolds(const std::vector<std::string>& pools, const std::string& uid,
-                           const std::string& container_id) const;
   absl::Status ReleasePodRecords(const std::vector<std::string>& pools, const std::string& uid,
                                  const std::string& container_id, absl::Time deadline,
                                  bool* all_released);
@@ -261,7 +231,6 @@ class IpamService : public IpamBackend {
   NodeBlocks blocks_;
   kube::Client<api::Pod> pods_;
   kube::Client<api::SpiderEndpoint> endpoints_;
-  kube::Client<api::SpiderIPPool> pools_;
 
   kube::Informer<api::Pod> pod_informer_;
   kube::Informer<api::Namespace> namespace_informer_;
@@ -292,14 +261,6 @@ class IpamService : public IpamBackend {
   static constexpr size_t kMaxCachedOwners = 4096;
   absl::Mutex owners_mu_;
   std::map<std::string, ::spiderpool::ipam::PodOwner> top_owners_ ABSL_GUARDED_BY(owners_mu_);
-
-  // What PrewarmPools() predicts with: the last ADD's NIC and default pools, and its
-  // predictions per waiting pod UID.
-  absl::Mutex prewarm_mu_;
-  ipamapi::IpamAddArgs add_template_ ABSL_GUARDED_BY(prewarm_mu_);
-  std::map<std::string, std::vector<std::string>> predicted_ ABSL_GUARDED_BY(prewarm_mu_);
-  std::map<std::string, absl::Time> asked_ ABSL_GUARDED_BY(prewarm_mu_);  // pool -> last ask
-  std::map<std::string, std::string> sandboxes_ ABSL_GUARDED_BY(prewarm_mu_);  // uid -> container
 
   absl::Mutex locks_mu_;
   std::map<std::string, std::pair<std::unique_ptr<absl::Mutex>, int>> pod_locks_

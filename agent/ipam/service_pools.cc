@@ -96,11 +96,9 @@ absl::StatusOr<IpamService::Taken> IpamService::TakeOne(const std::vector<std::s
   for (const std::string& pool : pools) {
     // A full pool whose IPs are partly reserved by nodes (ours included, by a batch-mate) is
     // not full for long: idle reservations go back quickly once the pool has no unreserved IP.
-    // Ask their nodes to give them back (blocks.h point 6) and wait (bounded) instead of
-    // failing the pod.
-    const absl::Time wait_until = std::min(deadline, clock_->Now() + absl::Seconds(10));
+    // Wait for them (bounded) instead of failing the pod.
+    const absl::Time wait_until = std::min(deadline, clock_->Now() + absl::Seconds(5));
     absl::Status s;
-    std::string holders;  // who holds the pool, when it was full
     while (true) {
       if (std::optional<Taken> got = TakeReserved(pool, request, &reserved, deadline)) return *got;
       Taken got{.pool = pool};
@@ -114,10 +112,7 @@ absl::StatusOr<IpamService::Taken> IpamService::TakeOne(const std::vector<std::s
             topped_up.clear();
             waitable = 0;
             absl::StatusOr<sp::PoolAllocation> a = book.state.Allocate(request);
-            if (absl::IsResourceExhausted(a.status())) {
-              waitable = blocks_.Waitable(pool, book.state);
-              holders = book.state.HoldersSummary();
-            }
+            if (absl::IsResourceExhausted(a.status())) waitable = blocks_.Waitable(pool, book.state);
             if (!a.ok()) return a.status();
             got.ip = a->ip;
             got.family = sp::FamilyAllocation::FromPool(book.state, a->ip);
@@ -141,17 +136,13 @@ absl::StatusOr<IpamService::Taken> IpamService::TakeOne(const std::vector<std::s
         return got;
       }
       if (!absl::IsResourceExhausted(s) || waitable == 0 || clock_->Now() >= wait_until) break;
-      AskForReservations(pool);
       clock_->SleepUntil(std::min(wait_until, clock_->Now() + absl::Milliseconds(20)));
     }
     // Full, disabled or gone: the next pool of the list may do. Anything else (the API server
     // is unreachable, the deadline passed) stops here.
     if (absl::IsResourceExhausted(s) || absl::IsFailedPrecondition(s) || absl::IsNotFound(s) ||
         absl::IsInvalidArgument(s)) {
-      why.push_back(base::StrCat(pool, ": ", base::FromAbsl(s.message()),
-                                 absl::IsResourceExhausted(s) && !holders.empty()
-                                     ? base::StrCat(" (", holders, ")")
-                                     : std::string()));
+      why.push_back(base::StrCat(pool, ": ", base::FromAbsl(s.message())));
       continue;
     }
     return base::Annotate(s, base::StrCat("allocating an IPv", ip_version, " address from SpiderIPPool ", pool));
@@ -199,35 +190,6 @@ void IpamService::Undo(const std::vector<Taken>& taken, const std::string& uid,
           .KV("ip", t.ip.ToString()).KV("error", s.ToString());
     }
   }
-}
-
-bool IpamService::ReleaseInBackground(const std::vector<std::string>& pools,
-                                      const std::string& uid, const std::string& container_id) {
-  if (!blocks_.enabled()) return false;
-  for (const std::string& pool : pools) {
-    if (!blocks_.Release(pool, uid, container_id)) return false;  // the keeper is not running
-  }
-  return true;
-}
-
-bool IpamService::OtherContainerHolds(const std::vector<std::string>& pools,
-                                      const std::string& uid,
-                                      const std::string& container_id) const {
-  if (container_id.empty()) return false;  // a DEL without a container frees them all
-  for (const std::string& pool : pools) {
-    if (blocks_.HandedToOtherContainer(pool, uid, container_id)) return true;
-    std::shared_ptr<const api::SpiderIPPool> p = pool_informer_.store().Get(pool);
-    if (p == nullptr) continue;
-    absl::StatusOr<api::PoolIPAllocations> recs = p->AllocatedIPs();
-    if (!recs.ok()) continue;
-    for (const auto& [ip, rec] : *recs) {
-      if (rec.pod_uid == uid && rec.container_id.has_value() && !rec.container_id->empty() &&
-          *rec.container_id != container_id) {
-        return true;
-      }
-    }
-  }
-  return false;
 }
 
 absl::Status IpamService::ReleasePodRecords(const std::vector<std::string>& pools,
