@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/ipamapi/ipamapi.h"
 #include "base/ip.h"
 #include "base/strings.h"
 
@@ -268,25 +269,12 @@ struct ResultRoute {
     v.Field("gw", gw, {.format = api::Format::kIP});
   }
 };
-struct ResultDNS {
-  std::vector<std::string> nameservers;
-  std::string domain;
-  std::vector<std::string> search;
-  std::vector<std::string> options;
-  template <typename V>
-  void Visit(V& v) {
-    v.Field("nameservers", nameservers);
-    v.Field("domain", domain);
-    v.Field("search", search);
-    v.Field("options", options);
-  }
-};
 struct Result {
   std::string cni_version;
   std::vector<ResultInterface> interfaces;
   std::vector<ResultIP> ips;
   std::vector<ResultRoute> routes;
-  std::optional<ResultDNS> dns;
+  std::optional<ipamapi::DNS> dns;  // the agent's wire DNS is CNI's types.DNS
   template <typename V>
   void Visit(V& v) {
     v.Field("cniVersion", cni_version);

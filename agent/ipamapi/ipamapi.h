@@ -97,6 +97,8 @@ struct Route {
   friend bool operator==(const Route&, const Route&) = default;
 };
 
+// CNI's types.DNS (upstream models.DNS mirrors it): also the shape agent/cni decodes a
+// CNI result's "dns" with (prevResult checks).
 struct DNS {
   std::vector<std::string> nameservers;
   std::string domain;
