@@ -105,6 +105,31 @@ const ResourceInfo& Secret::Resource() {
   return info;
 }
 
+// Positional: group, version, kind, plural, singular, namespaced, has_status, short_names.
+const ResourceInfo& ServiceResource() {
+  static const ResourceInfo info{"", "v1", "Service", "services", "service", true, true, {"svc"}};
+  return info;
+}
+
+const ResourceInfo& ServiceAccountResource() {
+  static const ResourceInfo info{
+      "", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", true, false, {"sa"}};
+  return info;
+}
+
+const ResourceInfo& EndpointsResource() {
+  static const ResourceInfo info{
+      "", "v1", "Endpoints", "endpoints", "endpoints", true, false, {"ep"}};
+  return info;
+}
+
+const ResourceInfo& CustomResourceDefinitionResource() {
+  static const ResourceInfo info{"apiextensions.k8s.io", "v1", "CustomResourceDefinition",
+                                 "customresourcedefinitions", "customresourcedefinition",
+                                 false, true, {"crd", "crds"}};
+  return info;
+}
+
 // ---- Pod / Node helpers -------------------------------------------------------------------
 
 bool PodIsAlive(const Pod& pod) {

@@ -23,6 +23,14 @@
 
 namespace spiderpool::api {
 
+// ---- kinds known by their resource alone ---------------------------------------------------
+// Built-in kinds no code here decodes: their ResourceInfo only (the loopback API server serves
+// them, tests create them as JSON).
+const ResourceInfo& ServiceResource();                   // v1 services (svc)
+const ResourceInfo& ServiceAccountResource();            // v1 serviceaccounts (sa)
+const ResourceInfo& EndpointsResource();                 // v1 endpoints (ep)
+const ResourceInfo& CustomResourceDefinitionResource();  // apiextensions.k8s.io/v1 (crd, crds)
+
 // ---- Pod ----------------------------------------------------------------------------------
 
 inline constexpr std::string_view kPodPending = "Pending";

@@ -40,29 +40,15 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "api/resource.h"
 #include "base/clock.h"
 #include "base/json.h"
 
 namespace spiderpool::kube::testing {
 
-// One API resource served by the server. Field order allows
-//   ResourceInfo{group, version, kind, plural, singular, namespaced, has_status, short_names,
-//                list_kind}
-struct ResourceInfo {
-  std::string group = {};     // "" for the core group
-  std::string version = {};   // "v1"
-  std::string kind = {};      // "Pod"
-  std::string plural = {};    // "pods"
-  std::string singular = {};  // "pod"; defaults to lower-case kind
-  bool namespaced = true;
-  bool has_status = false;  // serves <plural>/status
-  std::vector<std::string> short_names = {};
-  std::string list_kind = {};  // defaults to kind + "List"
-
-  std::string ApiVersion() const { return group.empty() ? version : group + "/" + version; }
-  // "pods" / "spiderippools.spiderpool.spidernet.io"
-  std::string GroupResource() const { return group.empty() ? plural : plural + "." + group; }
-};
+// One API resource served by the server: api::ResourceInfo, the same description the product's
+// clients use (singular and list_kind are filled by Normalized when left empty).
+using ResourceInfo = api::ResourceInfo;
 
 // metav1.StatusCause.
 struct StatusCause {

@@ -4,6 +4,10 @@
 #include <cctype>
 #include <tuple>
 
+#include "api/apps.h"
+#include "api/core.h"
+#include "api/resource_claim.h"
+#include "api/resource_slice.h"
 #include "base/strings.h"
 
 namespace spiderpool::kube::testing {
@@ -13,40 +17,36 @@ using base::Json;
 const std::vector<ResourceInfo>& BuiltinResources() {
   static const std::vector<ResourceInfo>* kList = [] {
     auto* v = new std::vector<ResourceInfo>{
-        {"", "v1", "Namespace", "namespaces", "namespace", false, true, {"ns"}, ""},
-        {"", "v1", "Pod", "pods", "pod", true, true, {"po"}, ""},
-        {"", "v1", "Node", "nodes", "node", false, true, {"no"}, ""},
-        {"", "v1", "Event", "events", "event", true, false, {"ev"}, ""},
-        {"", "v1", "ConfigMap", "configmaps", "configmap", true, false, {"cm"}, ""},
-        {"", "v1", "Secret", "secrets", "secret", true, false, {}, ""},
-        {"", "v1", "Service", "services", "service", true, true, {"svc"}, ""},
-        {"", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", true, false, {"sa"}, ""},
-        {"", "v1", "Endpoints", "endpoints", "endpoints", true, false, {"ep"}, ""},
-        {"coordination.k8s.io", "v1", "Lease", "leases", "lease", true, false, {}, ""},
-        {"events.k8s.io", "v1", "Event", "events", "event", true, false, {"ev"}, ""},
-        {"apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
-         "customresourcedefinition", false, true, {"crd", "crds"}, ""},
+        api::Namespace::Resource(),
+        api::Pod::Resource(),
+        api::Node::Resource(),
+        api::Event::Resource(),
+        api::ConfigMap::Resource(),
+        api::Secret::Resource(),
+        api::ServiceResource(),
+        api::ServiceAccountResource(),
+        api::EndpointsResource(),
+        api::Lease::Resource(),
+        api::events_v1::Event::Resource(),
+        api::CustomResourceDefinitionResource(),
+        // TODO(issue 16): from the typed webhook configurations once they live in api/.
         {"admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration",
          "validatingwebhookconfigurations", "validatingwebhookconfiguration", false, false, {},
          ""},
         {"admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration",
          "mutatingwebhookconfigurations", "mutatingwebhookconfiguration", false, false, {}, ""},
-        {"apps", "v1", "Deployment", "deployments", "deployment", true, true, {"deploy"}, ""},
-        {"apps", "v1", "ReplicaSet", "replicasets", "replicaset", true, true, {"rs"}, ""},
-        {"apps", "v1", "StatefulSet", "statefulsets", "statefulset", true, true, {"sts"}, ""},
-        {"apps", "v1", "DaemonSet", "daemonsets", "daemonset", true, true, {"ds"}, ""},
-        {"batch", "v1", "Job", "jobs", "job", true, true, {}, ""},
-        {"batch", "v1", "CronJob", "cronjobs", "cronjob", true, true, {"cj"}, ""},
+        api::Deployment::Resource(),
+        api::ReplicaSet::Resource(),
+        api::StatefulSet::Resource(),
+        api::DaemonSet::Resource(),
+        api::Job::Resource(),
+        api::CronJob::Resource(),
         // DRA (resource.k8s.io/v1, Kubernetes >= 1.34). Tests of the v1beta1/v1beta2 fallback
         // register those versions themselves.
-        {"resource.k8s.io", "v1", "ResourceSlice", "resourceslices", "resourceslice", false,
-         false, {}, ""},
-        {"resource.k8s.io", "v1", "DeviceClass", "deviceclasses", "deviceclass", false, false,
-         {}, ""},
-        {"resource.k8s.io", "v1", "ResourceClaim", "resourceclaims", "resourceclaim", true, true,
-         {}, ""},
-        {"resource.k8s.io", "v1", "ResourceClaimTemplate", "resourceclaimtemplates",
-         "resourceclaimtemplate", true, false, {}, ""},
+        api::ResourceSlice::Resource(),
+        api::DeviceClass::Resource(),
+        api::resource_v1::ResourceClaim::Resource(),
+        api::resource_v1::ResourceClaimTemplate::Resource(),
     };
     for (ResourceInfo& r : *v) r = Normalized(r);
     return v;

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/core.h"
 #include "base/log.h"
 #include "base/status.h"
 #include "base/strings.h"
@@ -19,20 +20,6 @@
 
 namespace spiderpool::kube::testing {
 namespace {
-
-const api::ResourceInfo& NamespaceResource() {
-  static const api::ResourceInfo r{.group = "", .version = "v1", .kind = "Namespace",
-                                   .plural = "namespaces", .singular = "namespace"};
-  return r;
-}
-
-const api::ResourceInfo& CRDResource() {
-  static const api::ResourceInfo r{.group = "apiextensions.k8s.io", .version = "v1",
-                                   .kind = "CustomResourceDefinition",
-                                   .plural = "customresourcedefinitions",
-                                   .singular = "customresourcedefinition"};
-  return r;
-}
 
 std::string RandomSuffix() {
   std::random_device rd;
@@ -69,7 +56,7 @@ absl::StatusOr<std::unique_ptr<TestCluster>> TestCluster::Start(LoopbackOptions 
   }
   SP_ASSIGN_OR_RETURN(c->rest_, c->NewRest());
   c->ns_ = "sp-test-" + RandomSuffix();
-  DynamicClient namespaces(c->rest_, NamespaceResource());
+  DynamicClient namespaces(c->rest_, api::Namespace::Resource());
   base::Json ns = {{"apiVersion", "v1"}, {"kind", "Namespace"},
                    {"metadata", {{"name", c->ns_}, {"labels", {{"spiderpool.test", "true"}}}}}};
   auto created = namespaces.Create(ns);
@@ -79,7 +66,7 @@ absl::StatusOr<std::unique_ptr<TestCluster>> TestCluster::Start(LoopbackOptions 
 
 TestCluster::~TestCluster() {
   if (rest_ != nullptr && !ns_.empty()) {
-    absl::Status s = DynamicClient(rest_, NamespaceResource()).Delete("", ns_);
+    absl::Status s = DynamicClient(rest_, api::Namespace::Resource()).Delete("", ns_);
     if (!s.ok() && !kube::IsNotFound(s)) {
       SP_LOG(Warning).Msg("cannot delete the test namespace").KV("ns", ns_).KV("err", s.ToString());
     }
@@ -105,7 +92,7 @@ absl::Status TestCluster::ApplyCRDs(const std::string& dir, ApplyOptions options
   }
   closedir(d);
   std::sort(files.begin(), files.end());
-  DynamicClient crds(rest_, CRDResource());
+  DynamicClient crds(rest_, api::CustomResourceDefinitionResource());
   std::vector<std::string> names;
   for (const std::string& f : files) {
     std::ifstream in(dir + "/" + f);

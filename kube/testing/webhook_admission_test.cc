@@ -467,7 +467,7 @@ TEST_F(WebhookTest, RulesThatDoNotMatchAreNotCalled) {
 TEST(WebhookRuleTest, Matching) {
   AdmissionAttributes a;
   a.operation = AdmissionOperation::kUpdate;
-  a.resource = {"", "v1", "Pod", "pods"};
+  a.resource = {"", "v1", "Pod", "pods", "pod", true};
   a.namespace_name = "default";
   a.name = "p";
   auto rule = [](std::vector<std::string> res, std::string scope = "*") {

@@ -189,29 +189,14 @@ class CoordinatorControllerTest : public ::testing::Test {
   }
 
   // Loopback only: serve a resource a cluster may or may not have.
-  bool ServeOnLoopback(const kube::testing::ResourceInfo& info) {
+  bool ServeOnLoopback(const api::ResourceInfo& info) {
     if (cluster_->loopback() == nullptr) return false;
     absl::Status s = cluster_->loopback()->RegisterResource(info);
     EXPECT_TRUE(s.ok()) << s;
     return s.ok();
   }
-  bool ServeCalicoIPPools() {
-    return ServeOnLoopback({.group = "crd.projectcalico.org",
-                            .version = "v1",
-                            .kind = "IPPool",
-                            .plural = "ippools",
-                            .singular = "ippool",
-                            .namespaced = false});
-  }
-  bool ServeServiceCIDRs() {
-    return ServeOnLoopback({.group = "networking.k8s.io",
-                            .version = "v1",
-                            .kind = "ServiceCIDR",
-                            .plural = "servicecidrs",
-                            .singular = "servicecidr",
-                            .namespaced = false,
-                            .has_status = true});
-  }
+  bool ServeCalicoIPPools() { return ServeOnLoopback(CalicoIPPoolResource()); }
+  bool ServeServiceCIDRs() { return ServeOnLoopback(ServiceCIDRResource("v1")); }
   // Creates a cluster-scoped object of `resource` (labelled for this test).
   void CreateClusterObject(const api::ResourceInfo& resource, const std::string& name,
                            const Json& spec) {

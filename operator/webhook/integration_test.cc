@@ -71,8 +71,7 @@ class WebhookIntegrationTest : public ::testing::Test {
     absl::Status started = webhook_->Start();
     ASSERT_TRUE(started.ok()) << started;
     // The Service: port 5722, routed to where the test server listens.
-    api::ResourceInfo services{.group = "", .version = "v1", .kind = "Service",
-                               .plural = "services", .singular = "service", .namespaced = true};
+    const api::ResourceInfo& services = api::ServiceResource();
     Json svc = {{"apiVersion", "v1"},
                 {"kind", "Service"},
                 {"metadata",
@@ -379,8 +378,7 @@ TEST_F(WebhookIntegrationTest, CertDirModeAsARunnable) {
   EXPECT_EQ(*v->webhooks[0].client_config.CABundlePEM(), bundle.ca_pem);
   EXPECT_EQ(v->webhooks[0].client_config.service->name, "spiderpool-controller-2");
 
-  api::ResourceInfo services{.group = "", .version = "v1", .kind = "Service",
-                             .plural = "services", .singular = "service", .namespaced = true};
+  const api::ResourceInfo& services = api::ServiceResource();
   Json svc = {{"apiVersion", "v1"},
               {"kind", "Service"},
               {"metadata",
@@ -474,8 +472,7 @@ TEST_F(WebhookIntegrationTest, PodResourceInjectionThroughTheApiServer) {
   std::unique_ptr<WebhookServer> inject = *std::move(w);
   ASSERT_TRUE(inject->EnsureConfigurations().ok());
   ASSERT_TRUE(inject->Start().ok());
-  api::ResourceInfo services{.group = "", .version = "v1", .kind = "Service",
-                             .plural = "services", .singular = "service", .namespaced = true};
+  const api::ResourceInfo& services = api::ServiceResource();
   ASSERT_TRUE(kube::DynamicClient(rest_, services)
                   .Create({{"apiVersion", "v1"},
                            {"kind", "Service"},
@@ -504,8 +501,7 @@ TEST_F(WebhookIntegrationTest, PodResourceInjectionThroughTheApiServer) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 
-  api::ResourceInfo pods{.group = "", .version = "v1", .kind = "Pod", .plural = "pods",
-                         .singular = "pod", .namespaced = true};
+  const api::ResourceInfo& pods = api::Pod::Resource();
   auto pod = [&](const std::string& name, const std::string& group) {
     return kube::DynamicClient(rest_, pods).Create(
         {{"apiVersion", "v1"},
