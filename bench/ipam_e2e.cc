@@ -513,11 +513,16 @@ int main(int argc, char** argv) {
   }
   double last_ip_s = 0;
   for (double t : ended_s) last_ip_s = std::max(last_ip_s, t);
-  std::set<std::string> unique;
+  std::map<std::string, int> first_holder;  // ip -> pod index
   int duplicates = 0;
-  for (const std::string& ip : ips) {
+  for (int i = 0; i < pods; ++i) {
+    const std::string& ip = ips[i];
     if (ip.empty()) continue;
-    if (!unique.insert(ip).second) ++duplicates;
+    auto [it, fresh] = first_holder.emplace(ip, i);
+    if (fresh) continue;
+    ++duplicates;
+    // Which pods (pod-<node>-<n>) got it: the agents' logs (--keep-logs=1) say how.
+    std::cerr << "DUPLICATE " << ip << ": pod index " << it->second << " and " << i << "\n";
   }
   // Slow ADDs (> 100 ms) by the tenth of the wave they started in: where the tail comes from.
   std::vector<int> slow_by_tenth(10, 0);

@@ -340,6 +340,16 @@ size_t PoolState::reservation_count() const {
   return n;
 }
 
+std::string PoolState::HoldersSummary() const {
+  const PoolCounts c = Counts();
+  std::string nodes;
+  for (const auto& [node, ips] : reserved_) {
+    nodes += StrCat(nodes.empty() ? "" : ", ", node, ": ", ips.size());
+  }
+  return StrCat(c.total, " IPs, ", c.allocated, " held by pods, ", reservation_count(),
+                " reserved by nodes", nodes.empty() ? "" : StrCat(" (", nodes, ")"));
+}
+
 api::PoolIPAllocations PoolState::Records() const {
   api::PoolIPAllocations out;
   for (const auto& [ip, rec] : records_) out.emplace(ip.ToString(), rec);

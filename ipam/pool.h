@@ -143,6 +143,8 @@ class PoolState {
   size_t reservation_count() const;
   // Nodes holding at least one reservation.
   size_t reserving_nodes() const { return reserved_.size(); }
+  // "N IPs, N held by pods, N reserved by nodes (node-a: 3, node-b: 1)": who holds a full pool.
+  std::string HoldersSummary() const;
 
   // Records, keyed by the canonical IP text (as upstream writes them).
   api::PoolIPAllocations Records() const;

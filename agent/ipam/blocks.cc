@@ -53,7 +53,8 @@ void NodeBlocks::Stop() {
   }
   const absl::Time deadline = clock_->Now() + absl::Seconds(3);
   for (const std::string& pool : pools) {
-    if (absl::Status s = Sync(pool, {.flush = true, .release = true}, deadline); !s.ok()) {
+    if (absl::Status s = Sync(pool, {.flush = true, .free_records = true, .release = true}, deadline);
+        !s.ok()) {
       SP_LOG(Warning).Msg("leaving this node's reservations to the next agent").KV("pool", pool)
           .KV("error", s.ToString());
     }
@@ -109,6 +110,7 @@ std::optional<base::IPAddress> NodeBlocks::Take(
   absl::MutexLock l(&mu_);
   if (written_.count(request.pod_uid)) return std::nullopt;
   Block& b = BlockLocked(pool);
+  b.prewarm_done = b.prewarm_done || b.prewarm_at == absl::InfiniteFuture();  // an ADD came first
   // Dry, but the background top-up is on its way: waiting for it costs less than a write of
   // our own (which would queue behind it on the same pool anyway).
   const absl::Time wait_until = std::min(deadline, absl::Now() + absl::Seconds(2));
@@ -125,11 +127,17 @@ std::optional<base::IPAddress> NodeBlocks::Take(
   }
   for (auto it = b.free.begin(); it != b.free.end(); ++it) {
     if (!usable(*it)) continue;  // reserved by a SpiderReservedIP meanwhile: idle release
+    if (b.releasing.count(*it)) {  // a bug if it happens; handing it out would duplicate it
+      SP_LOG(Error).Msg("an IP being given back is in the free set; not handing it out")
+          .KV("pool", pool).KV("ip", it->ToString());
+      continue;
+    }
     const base::IPAddress ip = *it;
     b.free.erase(it);
     b.assigned.emplace(ip, request);
     const absl::Time now = clock_->Now();
     b.last_take = now;
+    b.taken_since_prewarm = true;
     b.first_unflushed = std::min(b.first_unflushed, now);
     ++stats_.taken;
     if (Low(b)) wake_.SignalAll();  // top up ahead of demand
@@ -155,6 +163,7 @@ void NodeBlocks::TopUp(const std::string& pool, sp::PoolState& state,
   absl::MutexLock l(&mu_);
   Block& b = BlockLocked(pool);
   b.last_take = clock_->Now();
+  if (!allocating_uid.empty()) b.prewarm_done = true;  // an ADD's own write reserves now
   // Reservations of ours in this (newest) state that we do not track: reserved by an earlier
   // attempt whose write was reported failed but landed. They are ours and unused: adopt them.
   int64_t unused = 0;
@@ -171,12 +180,21 @@ void NodeBlocks::TopUp(const std::string& pool, sp::PoolState& state,
   // out in one write per node instead of ever smaller halves; unknown: a fair part.
   const int64_t fair = std::min(free / (2 * nodes), options_.max_block);
   const int64_t waiting = WaitingLocked(b, allocating_uid);
-  const int64_t share = std::max(fair, std::min({waiting, options_.max_block, free}));
+  const int64_t demand = std::min({waiting, options_.max_block, free});
+  const bool prewarm = !b.prewarm_done && b.prewarm_at != absl::InfiniteFuture();
+  // A prewarm reserves what the waiting pods need (one kubelet batch at most when none is
+  // known), not a fair part of the pool: it holds the block longer than an ADD's top-up.
+  const int64_t share = prewarm ? (waiting > 0 ? demand : std::min(fair, kPrewarmWithoutDemand))
+                                : std::max(fair, demand);
   b.share = share;
   const int64_t want = share - unused;
   if (want <= 0) return;
   absl::StatusOr<std::vector<base::IPAddress>> got = state.Reserve(node_, want);
   if (!got.ok() || got->empty()) return;
+  // An IP still marked as being given back that the pool hands us again: that release landed
+  // (its write was reported failed, e.g. a timeout, but committed). It is a fresh reservation
+  // now; the retried release must not take it away again once a pod holds it.
+  for (const base::IPAddress& ip : *got) b.releasing.erase(ip);
   reserved->insert(reserved->end(), got->begin(), got->end());
   *dirty = true;
 }
@@ -186,7 +204,15 @@ void NodeBlocks::AddReserved(const std::string& pool, const std::vector<base::IP
   absl::MutexLock l(&mu_);
   Block& b = BlockLocked(pool);
   for (const base::IPAddress& ip : ips) {
-    if (!b.assigned.count(ip) && b.free.insert(ip).second) ++stats_.reserved;
+    // An IP being given back stays out of use even when a write reported it ours: that write's
+    // TopUp ran before the give-back started (two ADDs of one batch both see a fresh
+    // reservation, the later one calls this after the keeper moved it to `releasing`). Handing
+    // it out would let the give-back unreserve an IP a pod holds: a duplicate IP. If the pool
+    // still shows it ours after the give-back, a later TopUp adopts it.
+    if (b.releasing.count(ip) || b.assigned.count(ip)) {
+      continue;
+    }
+    if (b.free.insert(ip).second) ++stats_.reserved;
   }
   wake_.SignalAll();
 }
@@ -256,7 +282,7 @@ bool NodeBlocks::Unassign(const std::string& pool, const base::IPAddress& ip,
   if (a == b.assigned.end() || a->second.pod_uid != uid) return false;  // written
   b.assigned.erase(a);
   if (b.assigned.empty()) b.first_unflushed = absl::InfiniteFuture();
-  if (was_flushing || b.flushing.count(ip)) {
+  if (was_flushing || b.flushing.count(ip) || b.maybe_written.erase(ip) > 0) {
     // That write failed, but may have landed (a 500 after the commit): never hand the IP out
     // again; the caller releases a record that landed, the next release pass the reservation.
     b.releasing.insert(ip);
@@ -264,6 +290,66 @@ bool NodeBlocks::Unassign(const std::string& pool, const base::IPAddress& ip,
   }
   b.free.insert(ip);
   return true;
+}
+
+bool NodeBlocks::Release(const std::string& pool, const std::string& uid,
+                         const std::string& container_id) {
+  if (!keeper_.joinable()) return false;
+  absl::MutexLock l(&mu_);
+  Block& b = BlockLocked(pool);
+  // Handed out and not flushed: back into the block, unless a write turning it into the pod's
+  // record is on its way (then the record, once there, is freed like any other).
+  for (auto it = b.assigned.begin(); it != b.assigned.end();) {
+    const bool mine = it->second.pod_uid == uid &&
+                      (container_id.empty() || it->second.container_id.empty() ||
+                       it->second.container_id == container_id);
+    // Also when an earlier write of it failed in a way that may have landed (maybe_written):
+    // the keeper's next write records it (a no-op if it landed) and frees it with the rest.
+    if (!mine || b.flushing.count(it->first) || b.maybe_written.count(it->first)) {
+      ++it;
+      continue;
+    }
+    b.free.insert(it->first);
+    it = b.assigned.erase(it);
+  }
+  if (b.assigned.empty()) b.first_unflushed = absl::InfiniteFuture();
+  b.pending_releases.emplace(uid, container_id);
+  b.first_pending = std::min(b.first_pending, clock_->Now());
+  written_.erase(uid);
+  wake_.SignalAll();
+  return true;
+}
+
+bool NodeBlocks::HandedToOtherContainer(const std::string& pool, const std::string& uid,
+                                        const std::string& container_id) const {
+  absl::MutexLock l(&mu_);
+  auto it = blocks_.find(pool);
+  if (it == blocks_.end()) return false;
+  for (const auto& [ip, req] : it->second.assigned) {
+    if (req.pod_uid == uid && !req.container_id.empty() && !container_id.empty() &&
+        req.container_id != container_id) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void NodeBlocks::Wake() {
+  absl::MutexLock l(&mu_);
+  wake_.SignalAll();
+}
+
+void NodeBlocks::Poke() {
+  absl::MutexLock l(&mu_);
+  poked_ = true;
+  wake_.SignalAll();
+}
+
+int64_t NodeBlocks::PendingReleases() const {
+  absl::MutexLock l(&mu_);
+  int64_t n = 0;
+  for (const auto& [pool, b] : blocks_) n += static_cast<int64_t>(b.pending_releases.size());
+  return n;
 }
 
 absl::Status NodeBlocks::Flush(const std::string& pool, absl::Time deadline) {
@@ -275,10 +361,12 @@ absl::Status NodeBlocks::FlushAll(absl::Time deadline) {
   {
     absl::MutexLock l(&mu_);
     for (const auto& [pool, b] : blocks_) {
-      if (!b.assigned.empty()) pools.push_back(pool);
+      if (!b.assigned.empty() || !b.pending_releases.empty()) pools.push_back(pool);
     }
   }
-  for (const std::string& pool : pools) SP_RETURN_IF_ERROR(Flush(pool, deadline));
+  for (const std::string& pool : pools) {
+    SP_RETURN_IF_ERROR(Sync(pool, {.flush = true, .free_records = true}, deadline));
+  }
   return absl::OkStatus();
 }
 
@@ -288,7 +376,8 @@ int64_t NodeBlocks::Waitable(const std::string& pool, const sp::PoolState& state
   auto it = blocks_.find(pool);
   if (it == blocks_.end()) return n;
   for (const base::IPAddress& ip : state.ReservedFor(node_)) {
-    n -= it->second.assigned.count(ip) + it->second.releasing.count(ip);
+    // Ours being given back count: once that write lands they are free for the next attempt.
+    n -= it->second.assigned.count(ip);
   }
   return n;
 }
@@ -301,12 +390,14 @@ absl::Status NodeBlocks::Sync(const std::string& pool, SyncWhat what, absl::Time
                               PoolCommitter::OnConflict on_conflict) {
   std::map<base::IPAddress, sp::AllocationRequest> batch;
   std::vector<base::IPAddress> releasing;
+  std::set<std::pair<std::string, std::string>> frees;
   {
     absl::MutexLock l(&mu_);
     auto it = blocks_.find(pool);
     if (it == blocks_.end()) return absl::OkStatus();
     Block& b = it->second;
     if (what.flush) batch = b.assigned;
+    if (what.free_records) frees = b.pending_releases;
     for (const auto& [ip, req] : batch) ++b.flushing[ip];
     if (what.release) {
       b.releasing.insert(b.free.begin(), b.free.end());
@@ -318,7 +409,7 @@ absl::Status NodeBlocks::Sync(const std::string& pool, SyncWhat what, absl::Time
     }
     releasing.assign(b.releasing.begin(), b.releasing.end());
   }
-  if (batch.empty() && releasing.empty() && !what.topup) return absl::OkStatus();
+  if (batch.empty() && releasing.empty() && frees.empty() && !what.topup) return absl::OkStatus();
   if (what.topup) {
     absl::MutexLock l(&mu_);
     ++blocks_[pool].topups_in_flight;
@@ -335,47 +426,109 @@ absl::Status NodeBlocks::Sync(const std::string& pool, SyncWhat what, absl::Time
     topped_up_.SignalAll();
   };
   std::vector<base::IPAddress> lost, topped_up;
+  std::map<base::IPAddress, std::string> lost_why;
+  int64_t freed = 0;
+  // The block follows the pool in the order the writes landed (GroupCommitter on_landed):
+  // IPs a later write gives back cannot be put into `free` after it by this earlier one.
+  auto Landed = [&] {
+    AddReserved(pool, topped_up);
+    absl::MutexLock l(&mu_);
+    Block& b = blocks_[pool];
+    for (const auto& [ip, req] : batch) {
+      b.maybe_written.erase(ip);
+      auto a = b.assigned.find(ip);
+      if (a != b.assigned.end() && a->second.pod_uid == req.pod_uid) b.assigned.erase(a);
+    }
+    if (b.assigned.empty()) b.first_unflushed = absl::InfiniteFuture();
+    for (const base::IPAddress& ip : releasing) b.releasing.erase(ip);
+    for (const auto& f : frees) b.pending_releases.erase(f);
+    if (b.pending_releases.empty()) b.first_pending = absl::InfiniteFuture();
+    stats_.released_in_background += freed;
+    stats_.flushed += static_cast<int64_t>(batch.size() - lost.size());
+    stats_.lost += static_cast<int64_t>(lost.size());
+    stats_.released += static_cast<int64_t>(releasing.size());
+  };
   absl::Status s = committer_->Run(
       pool,
       [&](PoolBook& book) {
         lost.clear();
+        lost_why.clear();
+        freed = 0;
         for (const auto& [ip, req] : batch) {
           const api::PoolIPAllocation* before = book.state.RecordOf(ip);
           const bool was_reservation = before != nullptr && api::IsNodeReservation(*before);
           absl::Status a = book.state.AssignReserved(ip, node_, req);
           if (!a.ok()) {
             lost.push_back(ip);
+            lost_why[ip] = a.ToString();
           } else if (was_reservation) {
             book.dirty = true;
           }
         }
-        for (const base::IPAddress& ip : releasing) book.dirty |= book.state.Unreserve(ip, node_);
+        // After the assignments: a record this write just made for a pod whose DEL came
+        // meanwhile goes in the same write.
+        for (const auto& [uid, container] : frees) {
+          const size_t n = book.state.ReleasePod(uid, {.container_id = container}).size();
+          freed += static_cast<int64_t>(n);
+          if (n > 0) book.dirty = true;
+        }
+        {
+          // Only what is still being given back (TopUp may have taken an IP back into use
+          // after an earlier release of it landed).
+          absl::MutexLock l(&mu_);
+          const Block& b = blocks_[pool];
+          for (const base::IPAddress& ip : releasing) {
+            // Never one a pod holds or may be handed (free): the invariant that makes a
+            // give-back unable to produce a duplicate IP, whatever the interleaving.
+            if (b.releasing.count(ip) && !b.free.count(ip) && !b.assigned.count(ip) &&
+                book.state.Unreserve(ip, node_)) {
+              book.dirty = true;
+            }
+          }
+        }
         if (what.topup) TopUp(pool, book.state, &topped_up, &book.dirty);
         return absl::OkStatus();
       },
-      deadline, on_conflict);
-  if (!s.ok() && !(absl::IsNotFound(s) && !releasing.empty())) return s;
+      deadline, on_conflict, [&] { Landed(); });
+  // A pool that is gone took its records and reservations with it.
+  const bool gone = absl::IsNotFound(s) && (!releasing.empty() || !frees.empty());
+  if (!s.ok() && !gone) {
+    // Lost a 409 race (kAborted): nothing landed. Anything else may have landed after all.
+    if (!absl::IsAborted(s) && !batch.empty()) {
+      absl::MutexLock l(&mu_);
+      Block& b = blocks_[pool];
+      for (const auto& [ip, req] : batch) {
+        if (b.assigned.count(ip)) b.maybe_written.insert(ip);
+      }
+    }
+    return s;
+  }
+  if (gone) Landed();
   for (const base::IPAddress& ip : lost) {
     SP_LOG(Error).Msg("an IP handed out from this node's reservation is no longer reserved")
-        .KV("pool", pool).KV("ip", ip.ToString()).KV("pod", batch[ip].pod);
+        .KV("pool", pool).KV("ip", ip.ToString()).KV("pod", batch[ip].pod).KV("why", lost_why[ip]);
   }
-  AddReserved(pool, topped_up);
-  absl::MutexLock l(&mu_);
-  Block& b = blocks_[pool];
-  for (const auto& [ip, req] : batch) {
-    auto a = b.assigned.find(ip);
-    if (a != b.assigned.end() && a->second.pod_uid == req.pod_uid) b.assigned.erase(a);
-  }
-  if (b.assigned.empty()) b.first_unflushed = absl::InfiniteFuture();
-  for (const base::IPAddress& ip : releasing) b.releasing.erase(ip);
-  stats_.flushed += static_cast<int64_t>(batch.size() - lost.size());
-  stats_.lost += static_cast<int64_t>(lost.size());
-  stats_.released += static_cast<int64_t>(releasing.size());
   return absl::OkStatus();
 }
 
+
 absl::Duration NodeBlocks::YieldPause() {
   return absl::Milliseconds(std::uniform_int_distribution<int>(20, 200)(rng_));
+}
+
+void NodeBlocks::PlanPrewarm(const std::vector<std::string>& pools) {
+  const absl::Time now = clock_->Now();
+  for (const std::string& pool : pools) {
+    Block& b = BlockLocked(pool);
+    if (b.prewarm_done || b.prewarm_at != absl::InfiniteFuture()) continue;
+    if (!b.free.empty() || !b.assigned.empty()) {
+      b.prewarm_done = true;  // recovered from an earlier run, or an ADD came first
+      continue;
+    }
+    const int64_t stagger_ms = absl::ToInt64Milliseconds(options_.prewarm_stagger);
+    b.prewarm_at = now + absl::Milliseconds(
+        stagger_ms > 0 ? std::uniform_int_distribution<int64_t>(0, stagger_ms)(rng_) : 0);
+  }
 }
 
 void NodeBlocks::Loop(std::stop_token stop) {
@@ -383,17 +536,36 @@ void NodeBlocks::Loop(std::stop_token stop) {
   while (!stop.stop_requested()) {
     std::vector<std::pair<std::string, SyncWhat>> due;
     absl::Time next = absl::InfiniteFuture();
-    // Pools to recover without waiting for an ADD (a restarted agent's reservations).
-    std::vector<std::string> known;
-    if (hooks_.pools && clock_->Now() >= next_recovery) {
+    // Pools to recover without waiting for an ADD (a restarted agent's reservations), and the
+    // pools to hold a block in before the first ADD.
+    std::vector<std::string> known, prewarm;
+    std::map<std::string, bool> wanted;
+    bool poked = false;
+    {
+      absl::MutexLock l(&mu_);
+      std::swap(poked, poked_);
+    }
+    if (hooks_.pools && (poked || clock_->Now() >= next_recovery)) {
       known = hooks_.pools();
+      if (hooks_.prewarm_pools) prewarm = hooks_.prewarm_pools();
       next_recovery = clock_->Now() + absl::Seconds(1);
+    }
+    if (hooks_.wanted_elsewhere) {
+      std::vector<std::string> pools;
+      {
+        absl::MutexLock l(&mu_);
+        for (const auto& [pool, b] : blocks_) {
+          if (!b.free.empty()) pools.push_back(pool);
+        }
+      }
+      for (const std::string& pool : pools) wanted[pool] = hooks_.wanted_elsewhere(pool);
     }
     {
       absl::MutexLock l(&mu_);
       for (const std::string& pool : known) {
         if (!blocks_.count(pool)) BlockLocked(pool);
       }
+      PlanPrewarm(prewarm);
       if (hooks_.pools && known.empty()) next = next_recovery;  // caches not synced yet
       const absl::Time now = clock_->Now();
       for (auto& [pool, b] : blocks_) {
@@ -407,16 +579,42 @@ void NodeBlocks::Loop(std::stop_token stop) {
                                          b.first_unflushed + options_.max_flush_delay);
           if (now >= at) what.flush = true; else next = std::min(next, at);
         }
+        // Records of DELs that returned already: batched over `flush_after`.
+        if (!b.pending_releases.empty()) {
+          const absl::Time at = b.first_pending + options_.flush_after;
+          if (now >= at || what.flush) what.free_records = true; else next = std::min(next, at);
+        }
+        if (what.free_records && !b.assigned.empty()) what.flush = true;
+        // Before the first ADD (point 4), at the planned moment.
+        if (!b.prewarm_done && b.prewarm_at != absl::InfiniteFuture()) {
+          if (now >= b.prewarm_at) what.topup = true; else next = std::min(next, b.prewarm_at);
+        }
         // Ahead of demand: pods are being started here and the block runs low.
         if (now - b.last_take < options_.flush_after && Low(b)) {
           what.topup = true;
           what.flush = !b.assigned.empty();  // the same write records what was handed out
         }
-        if (!what.topup && (!b.free.empty() || !b.releasing.empty())) {
+        const bool wanted_here = wanted.count(pool) && wanted[pool];
+        // Another node's ADD found the pool full: what the pods waiting here will not need
+        // goes back now (all of it when the demand is unknown); their own ADDs keep the rest.
+        const int64_t wanted_surplus =
+            wanted_here ? static_cast<int64_t>(b.free.size()) -
+                              (hooks_.waiting_pods ? WaitingLocked(b) : 0)
+                        : 0;
+        if (wanted_surplus > 0) {
+          what.release_some = wanted_surplus;
+          what.topup = false;
+        } else if (!what.topup && (!b.free.empty() || !b.releasing.empty())) {
           std::shared_ptr<const api::SpiderIPPool> cached = hooks_.cached_pool(pool);
           const bool tight = cached == nullptr || cached->status.free_ip_count.value_or(1) == 0;
-          const absl::Time at =
+          absl::Time at =
               b.last_take + (tight ? options_.tight_idle_release : options_.idle_release);
+          // A prewarmed block no pod has used yet waits longer for the pods it was made for
+          // (while they are still waiting here).
+          if (!tight && b.prewarmed_at != absl::InfinitePast() && !b.taken_since_prewarm &&
+              WaitingLocked(b) > 0) {
+            at = std::max(at, b.prewarmed_at + options_.prewarm_hold);
+          }
           if (now >= at) {
             what.release = true;
           } else {
@@ -428,7 +626,8 @@ void NodeBlocks::Loop(std::stop_token stop) {
             if (tight && hooks_.waiting_pods && surplus > 0) what.release_some = surplus;
           }
         }
-        if (what.flush || what.topup || what.release || what.release_some > 0) {
+        if (what.flush || what.topup || what.release || what.release_some > 0 ||
+            what.free_records) {
           due.emplace_back(pool, what);
         }
       }
@@ -439,11 +638,13 @@ void NodeBlocks::Loop(std::stop_token stop) {
       // joining the other losers' immediate retry, unless they have lost too often in a row.
       // Nor does a top-up of a block about to run dry: ADDs would soon wait for it.
       bool urgent = false;
+      bool prewarming = false;
       {
         absl::MutexLock l(&mu_);
         const Block& b = blocks_[pool];
+        prewarming = !b.prewarm_done && b.prewarm_at != absl::InfiniteFuture() && what.topup;
         urgent = b.yields_in_a_row >= kMaxYields ||
-                 (what.topup && static_cast<int64_t>(b.free.size()) * 4 < b.share);
+                 (what.topup && !prewarming && static_cast<int64_t>(b.free.size()) * 4 < b.share);
       }
       const auto on_conflict =
           urgent ? PoolCommitter::OnConflict::kRetry : PoolCommitter::OnConflict::kYield;
@@ -456,6 +657,15 @@ void NodeBlocks::Loop(std::stop_token stop) {
         continue;
       }
       b.yields_in_a_row = 0;
+      if (prewarming) {
+        if (s.ok()) {
+          b.prewarm_done = true;
+          b.prewarmed_at = clock_->Now();
+          if (!b.free.empty()) ++stats_.prewarmed;
+        } else {
+          b.prewarm_at = clock_->Now() + absl::Seconds(1);
+        }
+      }
       if (!s.ok()) {
         SP_LOG(Warning).Msg("writing this node's reservations failed; will retry")
             .KV("pool", pool).KV("error", s.ToString());

@@ -29,7 +29,28 @@
 //      pods waiting here will not need). These background writes step back for a random
 //      moment when they lose a 409 race (GroupCommitter::OnConflict::kYield) instead of
 //      retrying together with the other losers; ADDs never do.
-//   4. A restarted agent rebuilds its state from the pool (its reservations) and this node's
+//   4. Ahead of the first pod: once the caches have synced, the keeper reserves a block in
+//      every pool of Hooks::prewarm_pools (the pools this node's pods are expected to use) that
+//      holds none of ours yet, each after a random pause of up to `prewarm_stagger` so that the
+//      agents of many nodes started together do not all write one pool at the same moment.
+//      Which pools: those the pool selection picks for the pods already scheduled here and
+//      still waiting for their ADD (the service's prediction); so an agent whose node has no
+//      pod coming reserves nothing. A prewarmed block that no pod has used yet stays for
+//      `prewarm_hold` (not `idle_release`) while those pods wait, unless the pool turns tight
+//      or another node asks for IPs.
+//   5. A DEL does not wait for a pool write either (Release): an IP still unflushed goes back
+//      into the block at once; a pod record already in the pool is queued and freed by the
+//      keeper's next write, batched with everything else due for that pool (after
+//      `flush_after`). The caller deletes the pod's SpiderEndpoint before it returns: that is
+//      the durable sign that the records are free. If the agent dies before the write, the
+//      records of a pod that is gone are freed by the controller's GC; those of a pod that
+//      still exists (a sandbox re-created) are its own again at its next ADD.
+//   6. Exhaustion is global: an ADD that finds the pool full while other nodes hold idle
+//      reservations asks for them (the service marks the pool, kAnnotationReservationsWanted);
+//      every keeper that sees a fresh mark from another node gives back at once the free
+//      reservations that the pods waiting on its own node will not need (all of them when that
+//      demand is unknown), and the ADD waits (bounded by its deadline) until it can take one.
+//   7. A restarted agent rebuilds its state from the pool (its reservations) and this node's
 //      SpiderEndpoints (which reservations are pods'), so nothing handed out is lost; a
 //      deleted node's reservations are freed by the controller's GC. The keeper does this for
 //      every pool of Hooks::pools as soon as the caches have synced, so what no pod holds goes
@@ -37,6 +58,18 @@
 //
 // Every change of the pool status still goes through the GroupCommitter (and therefore the
 // API server's resourceVersion check): reservations only move WHEN the write happens.
+//
+// No duplicate IP, whatever the interleaving of ADDs, DELs and the keeper:
+//   - the block follows the pool in the order this agent's writes landed: what a write did to
+//     the block is applied by the committer's on_landed callback, before the pool's next batch;
+//   - an IP being given back (`releasing`) is never in `free` and never handed out; a write that
+//     reports it ours after the give-back started (AddReserved) does not bring it back;
+//   - a give-back never unreserves an IP in `free` or `assigned`;
+//   - an IP whose write failed in a way that may have landed (maybe_written) never goes back to
+//     `free` on a DEL or an undo.
+// bench ipam_e2e found the first of these broken (two ADDs of one batch both reported the same
+// fresh reservations; the later report put them back after the keeper had started giving them
+// back; pods got them; the give-back landed): blocks_test reproduces it.
 // Thread-safe.
 
 #include <functional>
@@ -67,12 +100,19 @@ struct PoolBook {
 };
 using PoolCommitter = GroupCommitter<PoolBook>;
 
+// On a SpiderIPPool: "<node> <unix milliseconds>", written by an agent whose ADD found the pool
+// full while other nodes held idle reservations in it (point 6 above).
+inline constexpr char kAnnotationReservationsWanted[] =
+    "ipam.spidernet.io/node-reservations-wanted";
+
 struct BlockOptions {
   int64_t max_block = 16;  // 0: off (every IP is written to the pool before the ADD returns)
   absl::Duration flush_after = absl::Milliseconds(300);
   absl::Duration max_flush_delay = absl::Seconds(3);
   absl::Duration idle_release = absl::Seconds(2);
   absl::Duration tight_idle_release = absl::Milliseconds(100);
+  absl::Duration prewarm_stagger = absl::Seconds(1);
+  absl::Duration prewarm_hold = absl::Seconds(60);
 };
 
 class NodeBlocks {
@@ -95,6 +135,11 @@ class NodeBlocks {
     // empty before. nullptr: a pool's reservations are recovered at its first ADD only, so a
     // restarted agent whose node starts no pod would keep them reserved for ever.
     std::function<std::vector<std::string>()> pools;
+    // Optional: the pools to hold a block in before the first ADD (point 4); empty until the
+    // caches have synced. nullptr: none.
+    std::function<std::vector<std::string>()> prewarm_pools;
+    // Optional: another node asked for this pool's idle reservations recently (point 6).
+    std::function<bool(const std::string& pool)> wanted_elsewhere;
   };
 
   NodeBlocks(std::string node, BlockOptions options, PoolCommitter* committer, Hooks hooks,
@@ -138,11 +183,25 @@ class NodeBlocks {
   std::vector<std::string> PoolsWithUnflushed(const std::string& uid);
   // Writes every unflushed assignment of `pool` into the pool status now.
   absl::Status Flush(const std::string& pool, absl::Time deadline);
-  // Flush() for every pool (shutdown; tests that read the pools).
+  // Flush() for every pool, and the releases queued by Release() (tests that read the pools).
   absl::Status FlushAll(absl::Time deadline);
   // For a slow-path mutation whose pool is full: reservations in `state` that may still come
   // to us (other nodes' — they give idle ones back — and ours not handed out yet).
   int64_t Waitable(const std::string& pool, const ::spiderpool::ipam::PoolState& state);
+  // A DEL (point 5): every IP of `pool` that `uid` holds through this node — handed out from the
+  // block (back into it at once) or written as its record (freed by the keeper's next write;
+  // only records of `container_id`, or of no container, when it is set). Never blocks on a
+  // pool write. False when the keeper is not running (the caller writes the release itself).
+  bool Release(const std::string& pool, const std::string& uid, const std::string& container_id);
+  // Something the prewarm depends on changed (a pod scheduled here): re-read the hooks now.
+  void Poke();
+  // A pool changed in a way the keeper acts on (another node asks for reservations).
+  void Wake();
+  // `uid` has an IP of `pool` handed out here to a container other than `container_id`.
+  bool HandedToOtherContainer(const std::string& pool, const std::string& uid,
+                              const std::string& container_id) const;
+  // Releases queued by Release() and not written yet.
+  int64_t PendingReleases() const;
   // Gives `ip` (handed to `uid` by Take and not yet flushed) back to the block. False if it was
   // not such an IP: it is (or may be) a pod record now — release it through the committer.
   // When a background write of it is on its way, waits for that write first (bounded).
@@ -154,6 +213,8 @@ class NodeBlocks {
     int64_t released = 0;    // reservations given back
     int64_t flushed = 0;     // assignments written as pod records
     int64_t lost = 0;        // assignments whose reservation had vanished (logged)
+    int64_t prewarmed = 0;   // blocks reserved before the pool's first ADD here
+    int64_t released_in_background = 0;  // pod records freed after their DEL returned
   };
   Stats stats() const;
 
@@ -164,12 +225,23 @@ class NodeBlocks {
     std::map<base::IPAddress, ::spiderpool::ipam::AllocationRequest> assigned;
     std::set<base::IPAddress> releasing;  // being given back: never handed out again
     std::map<base::IPAddress, int> flushing;  // assignments a write is turning into records
+    // Assignments whose last write failed in a way that may have landed (not a 409): a DEL or
+    // an undo never puts them back into `free` (the pool may hold them as pod records).
+    std::set<base::IPAddress> maybe_written;
     int64_t share = 0;  // the block size last computed by TopUp
     int topups_in_flight = 0;
     int yields_in_a_row = 0;  // background writes that lost a 409 race and stepped back
     absl::Time retry_at = absl::InfinitePast();  // after a yield
     absl::Time last_take = absl::InfinitePast();
     absl::Time first_unflushed = absl::InfiniteFuture();
+    // Point 4: when the prewarm write is due (InfiniteFuture: none planned), and when it landed.
+    absl::Time prewarm_at = absl::InfiniteFuture();
+    absl::Time prewarmed_at = absl::InfinitePast();
+    bool prewarm_done = false;
+    bool taken_since_prewarm = false;
+    // Point 5: pod records to free (uid, container), since `first_pending`.
+    std::set<std::pair<std::string, std::string>> pending_releases;
+    absl::Time first_pending = absl::InfiniteFuture();
   };
 
   Block& BlockLocked(const std::string& pool) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -181,6 +253,7 @@ class NodeBlocks {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   struct SyncWhat {
     bool flush = false;
+    bool free_records = false;  // the pending releases
     bool topup = false;
     bool release = false;       // every free reservation
     int64_t release_some = 0;   // or only this many (the highest)
@@ -188,6 +261,10 @@ class NodeBlocks {
   absl::Status Sync(const std::string& pool, SyncWhat what, absl::Time deadline,
                     PoolCommitter::OnConflict on_conflict = PoolCommitter::OnConflict::kRetry);
   void Loop(std::stop_token stop);
+  // Plans the prewarm of the pools of Hooks::prewarm_pools that have no block yet.
+  void PlanPrewarm(const std::vector<std::string>& pools) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The size of a prewarmed block when no pod waits on this node yet: one kubelet batch.
+  static constexpr int64_t kPrewarmWithoutDemand = 8;
   // Background writes that lost a 409 race step back this many times in a row, then retry at
   // once like an ADD's write (so that a busy pool cannot starve them).
   static constexpr int kMaxYields = 3;
@@ -206,6 +283,7 @@ class NodeBlocks {
   absl::CondVar flushed_;
   std::map<std::string, Block> blocks_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, absl::Time> written_ ABSL_GUARDED_BY(mu_);  // uid -> noted at
+  bool poked_ ABSL_GUARDED_BY(mu_) = false;
   Stats stats_ ABSL_GUARDED_BY(mu_);
   std::minstd_rand rng_ ABSL_GUARDED_BY(mu_);
   std::jthread keeper_;

@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
@@ -117,10 +118,16 @@ class GroupCommitter {
 
   // Applies `mutation` to pool `pool` and persists it, together with whatever else is queued
   // for that pool. Returns the mutation's own status, or the error that stopped the write.
+  //
+  // `on_landed` (optional) runs once the mutation succeeded and its state is persisted, on the
+  // committing thread, before the pool's next batch starts: callbacks of one pool run in the
+  // order their writes landed (a caller's own code after Run returns does not: another batch
+  // may land and be acted upon first). Keep it short; it must not call Run.
   absl::Status Run(const std::string& pool, Mutation mutation, absl::Time deadline,
-                   OnConflict on_conflict = OnConflict::kRetry) {
+                   OnConflict on_conflict = OnConflict::kRetry,
+                   std::function<void()> on_landed = nullptr) {
     Slot* slot = SlotFor(pool);
-    Pending pending{std::move(mutation), deadline, on_conflict};
+    Pending pending{std::move(mutation), deadline, on_conflict, std::move(on_landed)};
     absl::MutexLock lock(&slot->mu);
     slot->queue.push_back(&pending);
     while (!pending.finished) {
@@ -163,6 +170,7 @@ class GroupCommitter {
     Mutation mutation;
     absl::Time deadline;
     OnConflict on_conflict = OnConflict::kRetry;
+    std::function<void()> on_landed;
     absl::Status result;
     bool finished = false;  // guarded by the slot's mu
   };
@@ -190,6 +198,14 @@ class GroupCommitter {
   static bool Retriable(const absl::Status& s) {
     return kube::IsTooManyRequests(s) || kube::IsServerError(s) || kube::IsTimeout(s) ||
            absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s);
+  }
+
+  // The batch's state is persisted (written, or nothing to write): in batch order, the
+  // callbacks of the mutations that succeeded.
+  static void Landed(const std::vector<Pending*>& batch, const std::vector<absl::Status>& results) {
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (batch[i] != nullptr && results[i].ok() && batch[i]->on_landed) batch[i]->on_landed();
+    }
   }
 
   void Finish(Slot* slot, const std::vector<Pending*>& batch, const std::vector<absl::Status>& results) {
@@ -228,7 +244,19 @@ class GroupCommitter {
     base::Backoff backoff(retry_, seed + 1);
     absl::Status last_error;
     int conflicts_in_a_row = 0;
+    int conflicts = 0;
+    int attempts = 0;
+    const absl::Time started = clock_->Now();
+    absl::Cleanup slow = [&] {
+      const absl::Duration took = clock_->Now() - started;
+      if (took < absl::Seconds(1)) return;
+      SP_LOG(Warning).Msg("slow SpiderIPPool write").KV("pool", name)
+          .KV("took_ms", absl::ToInt64Milliseconds(took)).KV("attempts", attempts)
+          .KV("conflicts", conflicts).KV("mutations", batch.size())
+          .KV("last_error", last_error.ok() ? std::string() : last_error.ToString());
+    };
     for (int attempt = 0;; ++attempt) {
+      attempts = attempt + 1;
       // Mutations whose caller gave up are dropped before each attempt (they were never
       // persisted: nothing was written yet in this batch).
       const absl::Time now = clock_->Now();
@@ -284,6 +312,7 @@ class GroupCommitter {
       if (!hooks_.dirty(*state)) {
         slot->last = std::move(current);
         CountCommitted(batch, false);
+        Landed(batch, results);
         Finish(slot, batch, results);
         return;
       }
@@ -293,6 +322,7 @@ class GroupCommitter {
       if (written.ok()) {
         slot->last = std::move(*written);
         CountCommitted(batch, true);
+        Landed(batch, results);
         Finish(slot, batch, results);
         return;
       }
@@ -302,6 +332,7 @@ class GroupCommitter {
         // sleep first: the fresh read is the useful work; the jittered sleep only kicks in
         // from the second conflict, to de-synchronise agents that keep colliding).
         CountConflict();
+        ++conflicts;
         if (std::all_of(batch.begin(), batch.end(), [](const Pending* p) {
               return p == nullptr || p->on_conflict == OnConflict::kYield;
             })) {
@@ -310,6 +341,7 @@ class GroupCommitter {
           return;
         }
         if (++conflicts_in_a_row > 1) SleepBackoff(conflict_backoff, batch);
+        AdoptQueued(slot, batch);
         std::optional<api::SpiderIPPool> newer;
         if (hooks_.newer) newer = hooks_.newer(name, current->metadata.resource_version);
         current = std::move(newer);  // nullopt: the next attempt reads the store
@@ -326,12 +358,22 @@ class GroupCommitter {
         CountRetry();
         current.reset();
         SleepBackoff(backoff, batch);
+        AdoptQueued(slot, batch);
         continue;
       }
       slot->last.reset();
       FailAll(slot, batch, written.status());
       return;
     }
+  }
+
+  // Nothing of a batch is persisted before its write lands: mutations queued while it was being
+  // retried join it now instead of waiting for all its retries to end (an ADD queued behind a
+  // background write that keeps losing 409 races would otherwise wait for all of them).
+  static void AdoptQueued(Slot* slot, std::vector<Pending*>& batch) {
+    absl::MutexLock lock(&slot->mu);
+    batch.insert(batch.end(), slot->queue.begin(), slot->queue.end());
+    slot->queue.clear();
   }
 
   void SleepBackoff(base::Backoff& backoff, const std::vector<Pending*>& batch) {

@@ -4,10 +4,12 @@
 #include "agent/ipam/committer.h"
 
 #include <atomic>
+#include <mutex>
 #include <set>
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
 #include "base/strings.h"
 #include "gtest/gtest.h"
 #include "kube/rest/client.h"
@@ -211,6 +213,65 @@ TEST_F(CommitterTest, AFailingMutationFailsAloneAndLeavesNoRecord) {
   EXPECT_EQ(again, a);
   EXPECT_EQ(committer.stats().writes, writes_before);
   EXPECT_EQ(Records().size(), 1u);
+}
+
+// Holds the first status write until released; counts every status write.
+class HoldFirstWrite : public PoolStore {
+ public:
+  explicit HoldFirstWrite(PoolStore* inner) : inner_(inner) {}
+  absl::StatusOr<api::SpiderIPPool> Get(const std::string& name) override { return inner_->Get(name); }
+  absl::StatusOr<api::SpiderIPPool> UpdateStatus(const api::SpiderIPPool& pool) override {
+    if (writes_.fetch_add(1) == 0) {
+      entered_.Notify();
+      release_.WaitForNotification();
+    }
+    return inner_->UpdateStatus(pool);
+  }
+  absl::Notification entered_, release_;
+  std::atomic<int> writes_{0};
+
+ private:
+  PoolStore* inner_;
+};
+
+// on_landed runs in the order the writes landed and before the pool's next batch is written,
+// only for mutations that succeeded (NodeBlocks relies on it to follow the pool's order).
+TEST_F(CommitterTest, OnLandedRunsInLandingOrderBeforeTheNextBatch) {
+  KubePoolStore kube_store(cluster_->rest());
+  HoldFirstWrite store(&kube_store);
+  GroupCommitter<Book> committer(&store, BookHooks());
+  std::mutex mu;
+  std::vector<std::string> order;
+  std::vector<int> writes_seen;
+  auto note = [&](const std::string& who) {
+    return [&, who] {
+      std::lock_guard<std::mutex> l(mu);
+      order.push_back(who);
+      writes_seen.push_back(store.writes_.load());
+    };
+  };
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  using OnConflict = GroupCommitter<Book>::OnConflict;
+  std::string a, b, c;
+  absl::Status sa, sb, sc;
+  std::jthread first([&] { sa = committer.Run(pool_name_, Allocate("a", 5, &a), deadline, OnConflict::kRetry, note("a")); });
+  store.entered_.WaitForNotification();  // a's write is on its way: b and c queue for the next batch
+  // c's pool is 1 IP, which a holds: c fails, and its callback must not run.
+  std::jthread second([&] { sb = committer.Run(pool_name_, Allocate("b", 5, &b), deadline, OnConflict::kRetry, note("b")); });
+  std::jthread third([&] { sc = committer.Run(pool_name_, Allocate("c", 1, &c), deadline, OnConflict::kRetry, note("c")); });
+  absl::SleepFor(absl::Milliseconds(200));  // let b and c join the queue
+  store.release_.Notify();
+  first.join();
+  second.join();
+  third.join();
+  EXPECT_TRUE(sa.ok()) << sa;
+  EXPECT_TRUE(sb.ok()) << sb;
+  EXPECT_TRUE(absl::IsResourceExhausted(sc)) << sc;
+  std::lock_guard<std::mutex> l(mu);
+  ASSERT_EQ(order, (std::vector<std::string>{"a", "b"}));
+  // a's callback ran before b's batch was written (only a's write had been issued).
+  EXPECT_EQ(writes_seen[0], 1);
+  EXPECT_EQ(writes_seen[1], 2);
 }
 
 TEST_F(CommitterTest, MissingPoolIsNotFound) {

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <set>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "api/kubevirt.h"
 #include "api/spider.h"
 #include "base/log.h"
@@ -89,42 +91,6 @@ IpamService::IpamService(std::shared_ptr<kube::RestClient> rest, ServiceOptions 
     : rest_(rest),
       options_(std::move(options)),
       clock_(options_.clock ? options_.clock : &base::RealClock::Get()),
-      pool_store_(rest),
-      committer_(&pool_store_,
-                 {.load = [this](const api::SpiderIPPool& pool) -> absl::StatusOr<PoolBook> {
-                    absl::StatusOr<sp::PoolState> st = BuildPool(pool);
-                    if (!st.ok()) return st.status();
-                    return PoolBook{*std::move(st), false};
-                  },
-                  .dirty = [](const PoolBook& b) { return b.dirty; },
-                  .store = [](const PoolBook& b, api::SpiderIPPool* pool) { b.state.WriteStatus(pool); },
-                  .cached = [this](const std::string& name) -> std::optional<api::SpiderIPPool> {
-                    auto p = pool_informer_.store().Get(name);
-                    if (p == nullptr) return std::nullopt;
-                    return *p;
-                  },
-                  .newer = [this](const std::string& name, const std::string& stale) {
-                    return NewerPool(name, stale, absl::Milliseconds(50));
-                  }},
-                 clock_),
-      blocks_(options_.node_name,
-              BlockOptions{.max_block = options_.config.node_ip_block_size}, &committer_,
-              {.cached_pool = [this](const std::string& name) {
-                 return pool_informer_.store().Get(name);
-               },
-               .endpoint_ips = [this](const std::string& pool) { return EndpointIPs(pool); },
-               .build = [this](const api::SpiderIPPool& pool) { return BuildPool(pool); },
-               .waiting_pods = [this] { return WaitingPods(); },
-               .pools = [this] {
-                 // Only once every cache has synced: recovery needs this node's endpoints.
-                 std::vector<std::string> names;
-                 if (!Ready()) return names;
-                 for (const auto& p : pool_informer_.store().List()) {
-                   names.push_back(p->metadata.name);
-                 }
-                 return names;
-               }},
-              clock_),
       pods_(rest),
       endpoints_(rest),
       pod_informer_(rest, {.field_selector = base::StrCat("spec.nodeName=", options_.node_name),
@@ -134,16 +100,27 @@ IpamService::IpamService(std::shared_ptr<kube::RestClient> rest, ServiceOptions 
                             .registry = options_.registry}),
       pool_informer_(rest, {.registry = options_.registry}),
       reserved_informer_(rest, {.registry = options_.registry}),
-      endpoint_informer_(rest, {.registry = options_.registry}) {
+      endpoint_informer_(rest, {.registry = options_.registry}),
+      writer_(rest,
+              {.node_name = options_.node_name,
+               .block_size = options_.config.node_ip_block_size,
+               .max_allocated_ips_per_pool = options_.config.max_allocated_ips_per_pool,
+               .clock = clock_,
+               .forecast = [this] { return PrewarmPools(); }},
+              {.pools = &pool_informer_.store(),
+               .endpoints = &endpoint_informer_.store(),
+               .reserved = &reserved_informer_.store(),
+               .pods = &pod_informer_.store(),
+               .synced = [this] { return Ready(); }}) {
   if (options_.registry != nullptr) RegisterMetrics(*options_.registry);
-  // Wakes committers waiting for the watch to deliver a pool newer than the one that met a 409.
-  auto wake = [this] {
-    absl::MutexLock lock(&pool_events_mu_);
-    pool_events_cv_.SignalAll();
-  };
-  pool_informer_.AddHandlers({.on_add = [wake](const api::SpiderIPPool&) { wake(); },
-                              .on_update = [wake](const api::SpiderIPPool&,
-                                                  const api::SpiderIPPool&) { wake(); }});
+  // The pool writer acts on pool changes (a newer version after a 409, another node's ask)
+  // and on pods scheduled here (the prewarm).
+  pool_informer_.AddHandlers(
+      {.on_add = [this](const api::SpiderIPPool& p) { writer_.OnPoolChanged(nullptr, p); },
+       .on_update = [this](const api::SpiderIPPool& before, const api::SpiderIPPool& after) {
+         writer_.OnPoolChanged(&before, after);
+       }});
+  pod_informer_.AddHandlers({.on_add = [this](const api::Pod&) { writer_.OnPodAdded(); }});
 }
 
 std::vector<std::shared_ptr<const api::SpiderIPPool>> IpamService::CachedPools() const {
@@ -178,18 +155,6 @@ void IpamService::OnPoolsOrNodeChanged(std::function<void()> fn) {
          if (n.metadata.name == node) fn();
        },
        .on_delete = node_changed});
-}
-
-std::optional<api::SpiderIPPool> IpamService::NewerPool(const std::string& name,
-                                                        const std::string& stale,
-                                                        absl::Duration wait) {
-  const absl::Time deadline = absl::Now() + wait;
-  absl::MutexLock lock(&pool_events_mu_);
-  while (true) {
-    std::shared_ptr<const api::SpiderIPPool> p = pool_informer_.store().Get(name);
-    if (p != nullptr && ResourceVersionNewer(p->metadata.resource_version, stale)) return *p;
-    if (pool_events_cv_.WaitWithDeadline(&pool_events_mu_, deadline)) return std::nullopt;
-  }
 }
 
 IpamService::~IpamService() {
@@ -233,12 +198,12 @@ void IpamService::RegisterMetrics(kube::metrics::Registry& registry) {
                        "handed-out IPs whose reservation had vanished (an error)");
   collect_hook_ = registry.AddCollectHook([this, &conflicts, &writes, &retries, &mutations,
                                            &handouts, &reserved, &given_back, &lost] {
-    const CommitterStats s = committer_.stats();
+    const CommitterStats s = writer_.committer_stats();
     conflicts.Inc(static_cast<double>(s.conflicts) - conflicts.Value());
     writes.Inc(static_cast<double>(s.writes) - writes.Value());
     retries.Inc(static_cast<double>(s.retries) - retries.Value());
     mutations.Inc(static_cast<double>(s.mutations) - mutations.Value());
-    const NodeBlocks::Stats b = blocks_.stats();
+    const NodeBlocks::Stats b = writer_.block_stats();
     handouts.Inc(static_cast<double>(b.taken) - handouts.Value());
     reserved.Inc(static_cast<double>(b.reserved) - reserved.Value());
     given_back.Inc(static_cast<double>(b.released) - given_back.Value());
@@ -253,11 +218,11 @@ void IpamService::Start() {
   threads_.emplace_back([this](std::stop_token s) { pool_informer_.Run(s); });
   threads_.emplace_back([this](std::stop_token s) { reserved_informer_.Run(s); });
   threads_.emplace_back([this](std::stop_token s) { endpoint_informer_.Run(s); });
-  blocks_.Start();
+  writer_.Start();
 }
 
 void IpamService::Stop() {
-  blocks_.Stop();
+  writer_.Stop();
   for (auto& t : threads_) t.request_stop();
   threads_.clear();  // joins
 }
@@ -375,21 +340,82 @@ absl::StatusOr<std::optional<api::SpiderEndpoint>> IpamService::GetEndpoint(cons
   return base::Annotate(fresh.status(), base::StrCat("getting SpiderEndpoint ", ns, "/", name));
 }
 
-std::set<std::string> IpamService::WaitingPods() const {
-  std::set<std::string> uids;
-  for (const std::shared_ptr<const api::Pod>& pod : pod_informer_.store().List()) {
-    if (pod->spec.host_network || pod->metadata.IsDeleting() || pod->status.phase == "Succeeded" ||
-        pod->status.phase == "Failed") {
-      continue;
-    }
-    std::shared_ptr<const api::SpiderEndpoint> ep =
-        endpoint_informer_.store().Get(Key(pod->metadata.namespace_, pod->metadata.name));
-    if (ep != nullptr && ep->status.has_value() && ep->status->current.uid == pod->metadata.uid) {
-      continue;
-    }
-    uids.insert(pod->metadata.uid);
+std::vector<std::string> IpamService::PrewarmPools() {
+  if (!writer_.reservations_enabled() || !Ready()) return {};
+  ipamapi::IpamAddArgs args;
+  std::map<std::string, std::vector<std::string>> known;
+  {
+    absl::MutexLock l(&prewarm_mu_);
+    args = add_template_;
+    known = predicted_;
   }
-  return uids;
+  if (args.if_name.empty()) args.if_name = std::string(sp::kDefaultInterface);
+  std::map<std::string, std::vector<std::string>> now;
+  std::set<std::string> out;
+  int selections = 0;
+  for (const std::shared_ptr<const api::Pod>& pod : pod_informer_.store().List()) {
+    if (!writer_.IsWaiting(*pod)) continue;
+    const std::string& uid = pod->metadata.uid;
+    auto it = known.find(uid);
+    if (it == known.end()) {
+      if (++selections > 64) continue;  // the rest next time (the keeper asks every second)
+      std::vector<std::string> pools;
+      absl::StatusOr<sp::PodOwner> owner = ResolveOwner(*pod);
+      absl::StatusOr<sp::SelectionRequest> req =
+          owner.ok() ? BuildSelectionRequest(*pod, *owner, args) : owner.status();
+      if (req.ok()) {
+        std::vector<std::shared_ptr<const api::SpiderIPPool>> keep;
+        absl::StatusOr<sp::Selection> sel = sp::SelectPools(*req, SelectionConfigFor(), PoolSnapshot(&keep));
+        if (sel.ok()) {
+          for (const sp::NicCandidates& nic : sel->nics) {
+            if (!nic.ipv4_pools.empty()) pools.push_back(nic.ipv4_pools.front());
+            if (!nic.ipv6_pools.empty()) pools.push_back(nic.ipv6_pools.front());
+          }
+        }
+      }
+      it = now.emplace(uid, std::move(pools)).first;
+    } else {
+      now.insert(*it);
+    }
+    out.insert(it->second.begin(), it->second.end());
+  }
+  {
+    absl::MutexLock l(&prewarm_mu_);
+    predicted_ = std::move(now);  // only the pods still waiting
+  }
+  return {out.begin(), out.end()};
+}
+
+void IpamService::NoteSandbox(const std::string& uid, const std::string& container_id) {
+  absl::MutexLock l(&prewarm_mu_);
+  if (sandboxes_.size() > 8192) sandboxes_.clear();  // bounded; the pool records are the fallback
+  sandboxes_[uid] = container_id;
+}
+
+bool IpamService::NewerSandboxHolds(const std::vector<std::string>& pools, const std::string& uid,
+                                    const std::string& container_id) {
+  if (container_id.empty()) return false;  // a DEL without a container frees them all
+  {
+    absl::MutexLock l(&prewarm_mu_);
+    auto it = sandboxes_.find(uid);
+    if (it != sandboxes_.end()) {
+      if (it->second != container_id) return true;
+      sandboxes_.erase(it);
+      return false;
+    }
+  }
+  return writer_.OtherContainerHolds(pools, uid, container_id);  // not ADDed by this agent run
+}
+
+sp::SelectionConfig IpamService::SelectionConfigFor() const {
+  return {.enable_ipv4 = options_.config.enable_ipv4,
+          .enable_ipv6 = options_.config.enable_ipv6,
+          .enable_spider_subnet = options_.config.enable_spider_subnet,
+          .enable_auto_pool_for_application = options_.config.enable_auto_pool_for_application,
+          .cluster_subnet_default_flexible_ip_number =
+              options_.config.cluster_subnet_default_flexible_ip_number,
+          .agent_namespace = options_.agent_namespace,
+          .multus_cluster_network = options_.multus_cluster_network};
 }
 
 std::vector<const api::SpiderIPPool*> IpamService::PoolSnapshot(
@@ -399,18 +425,6 @@ std::vector<const api::SpiderIPPool*> IpamService::PoolSnapshot(
   out.reserve(keep->size());
   for (const auto& p : *keep) out.push_back(p.get());
   return out;
-}
-
-std::vector<base::IPRange> IpamService::ReservedRanges() const {
-  std::vector<api::SpiderReservedIP> reserved;
-  for (const auto& r : reserved_informer_.store().List()) reserved.push_back(*r);
-  absl::StatusOr<std::vector<base::IPRange>> ranges = sp::ReservedRanges(reserved);
-  if (!ranges.ok()) {
-    // A malformed SpiderReservedIP (the webhook should have refused it) reserves nothing.
-    SP_LOG(Warning).Msg("ignoring malformed SpiderReservedIP").KV("error", ranges.status().ToString());
-    return {};
-  }
-  return *std::move(ranges);
 }
 
 absl::StatusOr<sp::SelectionRequest> IpamService::BuildSelectionRequest(
@@ -665,9 +679,13 @@ absl::StatusOr<ipamapi::IpamAddResponse> IpamService::DoAllocate(const ipamapi::
   const bool vm_pod = KubevirtStaticIP(owner);
   // A VM's endpoint is also written by the agent of another node (the VM restarted there, or
   // a live migration): read it live, never from a cache that may be behind.
+  // A StatefulSet pod re-created a moment after its predecessor's DEL may find the cache
+  // behind: a miss is confirmed with a GET, or it would lose its IP to a fresh allocation.
+  const bool sts_pod = options_.config.enable_stateful_set && owner.kind == "StatefulSet";
   SP_ASSIGN_OR_RETURN(std::optional<api::SpiderEndpoint> endpoint,
                       vm_pod ? GetEndpoint(args.pod_namespace, EndpointName(*pod, owner))
-                             : FindEndpoint(args.pod_namespace, args.pod_name, /*cache_only=*/true));
+                             : FindEndpoint(args.pod_namespace, args.pod_name,
+                                            /*cache_only=*/!sts_pod));
   if (endpoint.has_value() && !endpoint->status.has_value()) endpoint.reset();
 
   if (endpoint.has_value()) {
@@ -698,17 +716,24 @@ absl::StatusOr<ipamapi::IpamAddResponse> IpamService::DoAllocate(const ipamapi::
       if (has_nic()) {
         // Same pod (a repeated ADD or a new sandbox) or a re-created StatefulSet pod: the
         // records move to this UID / container; nothing new is allocated.
-        SP_RETURN_IF_ERROR(ReassignRecords(*endpoint, *pod, args.container_id, deadline));
+        // The records' owner is the endpoint's name: the pod's, or its VMI's (KubeVirt).
+        SP_RETURN_IF_ERROR(writer_.ReassignRecords(
+            *endpoint,
+            {.pod = Key(endpoint->metadata.namespace_, endpoint->metadata.name),
+             .pod_uid = pod->metadata.uid, .node = options_.node_name,
+             .container_id = args.container_id},
+            deadline));
         if (!same_pod || named_now || endpoint->status->current.node != options_.node_name) {
           SP_RETURN_IF_ERROR(WriteEndpoint(endpoint, *pod, owner, details));
         }
+        NoteSandbox(pod->metadata.uid, args.container_id);
         return ToWire(details, ConflictDetectionFor(*pod, owner));
       }
     }
     if (!same_pod && !sts) {
       // The endpoint belongs to an earlier pod of this name: free what it still holds.
       bool all = false;
-      SP_RETURN_IF_ERROR(ReleasePodRecords(PoolsOf(*endpoint), endpoint->status->current.uid, "",
+      SP_RETURN_IF_ERROR(writer_.ReleasePodRecords(PoolsOf(*endpoint), endpoint->status->current.uid, "",
                                            deadline, &all));
       SP_RETURN_IF_ERROR(DeleteEndpoint(*endpoint));
       endpoint.reset();
@@ -722,15 +747,7 @@ absl::StatusOr<ipamapi::IpamAddResponse> IpamService::AllocateFresh(
     const std::optional<api::SpiderEndpoint>& old, absl::Time deadline,
     std::vector<std::string>* candidate_pools) {
   SP_ASSIGN_OR_RETURN(sp::SelectionRequest req, BuildSelectionRequest(pod, owner, args));
-  const sp::SelectionConfig config{
-      .enable_ipv4 = options_.config.enable_ipv4,
-      .enable_ipv6 = options_.config.enable_ipv6,
-      .enable_spider_subnet = options_.config.enable_spider_subnet,
-      .enable_auto_pool_for_application = options_.config.enable_auto_pool_for_application,
-      .cluster_subnet_default_flexible_ip_number =
-          options_.config.cluster_subnet_default_flexible_ip_number,
-      .agent_namespace = options_.agent_namespace,
-      .multus_cluster_network = options_.multus_cluster_network};
+  const sp::SelectionConfig config = SelectionConfigFor();
 
   // Auto pools (SpiderSubnet) are made by the controller; wait (bounded) until they exist.
   const absl::Time wait_until =
@@ -761,7 +778,7 @@ absl::StatusOr<ipamapi::IpamAddResponse> IpamService::AllocateFresh(
 
   // The records' owner: the pod, or the VMI whose name the endpoint carries.
   const std::string pod_key = Key(pod.metadata.namespace_, EndpointName(pod, owner));
-  std::vector<Taken> taken;
+  std::vector<PoolWriter::Taken> taken;
   std::vector<sp::NicAllocation> nics;
   absl::Status failed;
   for (const sp::NicCandidates& nic : selection->nics) {
@@ -774,7 +791,7 @@ absl::StatusOr<ipamapi::IpamAddResponse> IpamService::AllocateFresh(
     for (int version : {4, 6}) {
       const std::vector<std::string>& pools = version == 4 ? nic.ipv4_pools : nic.ipv6_pools;
       if (pools.empty()) continue;
-      absl::StatusOr<Taken> t = TakeOne(pools, version, request, deadline);
+      absl::StatusOr<PoolWriter::Taken> t = writer_.TakeOne(pools, version, request, deadline);
       if (!t.ok()) {
         failed = t.status();
         break;
@@ -791,7 +808,7 @@ absl::StatusOr<ipamapi::IpamAddResponse> IpamService::AllocateFresh(
         " (enableIPv4/enableIPv6 and the candidate pools leave nothing to allocate)"));
   }
   if (!failed.ok()) {
-    Undo(taken, pod.metadata.uid, deadline);
+    writer_.Undo(taken, pod.metadata.uid, deadline);
     return failed;
   }
   const sp::AllocationResult result =
@@ -803,11 +820,20 @@ absl::StatusOr<ipamapi::IpamAddResponse> IpamService::AllocateFresh(
   std::vector<api::IPAllocationDetail> stored =
       sp::EndpointDetails(result, selection->multiple_nic_no_name);
   if (absl::Status s = WriteEndpoint(old, pod, owner, stored); !s.ok()) {
-    Undo(taken, pod.metadata.uid, deadline);
+    writer_.Undo(taken, pod.metadata.uid, deadline);
     return s;
+  }
+  {
+    // What the prewarm predicts the next pods' pools with (their NIC and the NAD's defaults).
+    absl::MutexLock l(&prewarm_mu_);
+    add_template_ = {.if_name = args.if_name,
+                     .default_ipv4_ippool = args.default_ipv4_ippool,
+                     .default_ipv6_ippool = args.default_ipv6_ippool,
+                     .clean_gateway = args.clean_gateway};
   }
   SP_LOG(Info).Msg("allocated").KV("pod", pod_key).KV("nic", args.if_name)
       .KV("container", args.container_id).KV("ips", taken.size());
+  NoteSandbox(pod.metadata.uid, args.container_id);
   return ToWire(result.details, ConflictDetectionFor(pod, owner));
 }
 
@@ -889,14 +915,26 @@ absl::Status IpamService::DoRelease(const ipamapi::IpamDelArgs& args, absl::Time
   } else {
     // No endpoint for this UID (the write failed, or it was deleted): the pools holding
     // records of the UID, written or still in this node's reservations.
-    pools = blocks_.PoolsWithUnflushed(uid);
+    pools = writer_.PoolsWithUnflushed(uid);
     if (records.has_value()) pools.insert(pools.end(), records->pools.begin(), records->pools.end());
   }
-  bool all_released = true;
-  SP_RETURN_IF_ERROR(ReleasePodRecords(pools, uid, args.container_id, deadline, &all_released));
-  if (endpoint.has_value() && endpoint->status->current.uid == uid && all_released) {
-    SP_RETURN_IF_ERROR(DeleteEndpoint(*endpoint));
+  const bool own_endpoint = endpoint.has_value() && endpoint->status->current.uid == uid;
+  if (writer_.reservations_enabled()) {
+    // Without waiting for a pool write (blocks.h point 5): the endpoint goes first (the durable
+    // sign that the records are free), unless a newer sandbox of the pod holds IPs too; the
+    // records are freed by the node reservations' keeper.
+    if (own_endpoint && !NewerSandboxHolds(pools, uid, args.container_id)) {
+      SP_RETURN_IF_ERROR(DeleteEndpoint(*endpoint));
+    }
+    if (writer_.ReleaseInBackground(pools, uid, args.container_id)) {
+      SP_LOG(Info).Msg("released").KV("pod", Key(args.pod_namespace, args.pod_name))
+          .KV("container", args.container_id).KV("pools", pools.size()).KV("records", "background");
+      return absl::OkStatus();
+    }
   }
+  bool all_released = true;
+  SP_RETURN_IF_ERROR(writer_.ReleasePodRecords(pools, uid, args.container_id, deadline, &all_released));
+  if (own_endpoint && all_released) SP_RETURN_IF_ERROR(DeleteEndpoint(*endpoint));
   SP_LOG(Info).Msg("released").KV("pod", Key(args.pod_namespace, args.pod_name))
       .KV("container", args.container_id).KV("pools", pools.size());
   return absl::OkStatus();

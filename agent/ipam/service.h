@@ -40,6 +40,7 @@
 #include "absl/time/time.h"
 #include "agent/ipam/blocks.h"
 #include "agent/ipam/committer.h"
+#include "agent/ipam/pool_writer.h"
 #include "agent/ipam/config.h"
 #include "agent/ipam/server.h"
 #include "agent/ipamapi/ipamapi.h"
@@ -90,15 +91,18 @@ class IpamService : public IpamBackend {
                                                     absl::Time deadline) override;
   absl::Status Release(const ipamapi::IpamDelArgs& args, absl::Time deadline) override;
 
-  CommitterStats committer_stats() const { return committer_.stats(); }
-  NodeBlocks::Stats block_stats() const { return blocks_.stats(); }
+  CommitterStats committer_stats() const { return writer_.committer_stats(); }
+  NodeBlocks::Stats block_stats() const { return writer_.block_stats(); }
   // IPs of `pool` this node reserved and already handed to pods (NodeBlocks::HandedOut).
   std::set<base::IPAddress> HandedOutReservations(const std::string& pool) const {
-    return blocks_.HandedOut(pool);
+    return writer_.HandedOutReservations(pool);
   }
-  // Writes every IP handed out from this node's reservations as a pod record now (they are
-  // written in the background anyway; see blocks.h).
-  absl::Status FlushReservations(absl::Time deadline) { return blocks_.FlushAll(deadline); }
+  // Writes every IP handed out from this node's reservations as a pod record, and frees the
+  // records of the DELs that returned, now (both are written in the background anyway; see
+  // blocks.h).
+  absl::Status FlushReservations(absl::Time deadline) { return writer_.FlushReservations(deadline); }
+  // Pod records of DELs that returned and that the background has not freed yet (blocks.h).
+  int64_t PendingReleases() const { return writer_.PendingReleases(); }
 
   // Read access for the node's DRA device model (agent/dra): the cached SpiderIPPools, this
   // node's labels, and a callback run (on an informer thread; keep it cheap) after any pool or
@@ -112,24 +116,6 @@ class IpamService : public IpamBackend {
   bool PodsSynced() const { return pod_informer_.HasSynced(); }
 
  private:
-  class KubePoolStore : public PoolStore {
-   public:
-    explicit KubePoolStore(std::shared_ptr<kube::RestClient> rest) : pools_(std::move(rest)) {}
-    absl::StatusOr<api::SpiderIPPool> Get(const std::string& name) override;
-    absl::StatusOr<api::SpiderIPPool> UpdateStatus(const api::SpiderIPPool& pool) override;
-
-   private:
-    kube::Client<api::SpiderIPPool> pools_;
-  };
-
-  // One IP taken by this request (for undo).
-  struct Taken {
-    std::string pool;
-    base::IPAddress ip;
-    ::spiderpool::ipam::FamilyAllocation family;  // prefix, gateway, routes for the result
-    bool from_block = false;  // handed out from this node's reservations (not written yet)
-  };
-
   class PodLock;
 
   absl::StatusOr<std::shared_ptr<const api::Pod>> LivePod(const std::string& ns,
@@ -147,34 +133,18 @@ class IpamService : public IpamBackend {
       const ipamapi::IpamAddArgs& args);
   std::vector<const api::SpiderIPPool*> PoolSnapshot(
       std::vector<std::shared_ptr<const api::SpiderIPPool>>* keep) const;
-  std::vector<base::IPRange> ReservedRanges() const;
-  absl::StatusOr<::spiderpool::ipam::PoolState> BuildPool(const api::SpiderIPPool& pool) const;
-  // This node's SpiderEndpoints' IPs in `pool` (NodeBlocks recovery).
-  std::map<base::IPAddress, ::spiderpool::ipam::AllocationRequest> EndpointIPs(
-      const std::string& pool) const;
-  // Pods scheduled to this node that have no SpiderEndpoint yet: their ADD is still to come
-  // (NodeBlocks' demand hint).
-  std::set<std::string> WaitingPods() const;
-  // Writes the unflushed block assignments of `uid` in `pools` as pod records first.
-  absl::Status FlushBlocks(const std::vector<std::string>& pools, const std::string& uid,
-                           absl::Time deadline);
+  // NodeBlocks' prewarm: the pools the selection picks for the waiting pods (first candidate
+  // per NIC and family), with the NIC and default pools of this node's last ADD (eth0 and
+  // none before the first one). Predictions are kept per pod UID while it waits.
+  std::vector<std::string> PrewarmPools();
+  ::spiderpool::ipam::SelectionConfig SelectionConfigFor() const;
 
-  // Takes one IP for `nic`/`family` from the first candidate pool that has one.
-  absl::StatusOr<Taken> TakeOne(const std::vector<std::string>& pools, int ip_version,
-                                const ::spiderpool::ipam::AllocationRequest& request,
-                                absl::Time deadline);
-  // The fast path of TakeOne: an IP this node reserved earlier (blocks.h); nullopt: none.
-  std::optional<Taken> TakeReserved(const std::string& pool,
-                                    const ::spiderpool::ipam::AllocationRequest& request,
-                                    std::optional<std::vector<base::IPRange>>* reserved,
-                                    absl::Time deadline);
-  // Best-effort undo of `taken` (records of `uid` on those IPs).
-  void Undo(const std::vector<Taken>& taken, const std::string& uid, absl::Time deadline);
-  absl::Status ReleasePodRecords(const std::vector<std::string>& pools, const std::string& uid,
-                                 const std::string& container_id, absl::Time deadline,
-                                 bool* all_released);
-  absl::Status ReassignRecords(const api::SpiderEndpoint& endpoint, const api::Pod& pod,
-                               const std::string& container_id, absl::Time deadline);
+  // The last sandbox (container) of pod `uid` whose ADD succeeded here.
+  void NoteSandbox(const std::string& uid, const std::string& container_id);
+  // Whether a sandbox of pod `uid` newer than `container_id` holds IPs: from NoteSandbox, else
+  // (an ADD of an earlier agent run) OtherContainerHolds.
+  bool NewerSandboxHolds(const std::vector<std::string>& pools, const std::string& uid,
+                         const std::string& container_id);
 
   // What a failed ADD knows for the pod's Warning Event.
   struct AddFailure {
@@ -226,9 +196,6 @@ class IpamService : public IpamBackend {
   std::shared_ptr<kube::RestClient> rest_;
   ServiceOptions options_;
   base::Clock* clock_;
-  KubePoolStore pool_store_;
-  PoolCommitter committer_;
-  NodeBlocks blocks_;
   kube::Client<api::Pod> pods_;
   kube::Client<api::SpiderEndpoint> endpoints_;
 
@@ -238,6 +205,8 @@ class IpamService : public IpamBackend {
   kube::Informer<api::SpiderIPPool> pool_informer_;
   kube::Informer<api::SpiderReservedIP> reserved_informer_;
   kube::Informer<api::SpiderEndpoint> endpoint_informer_;
+  // After the informers: it reads their stores.
+  PoolWriter writer_;
   std::vector<std::jthread> threads_;
 
   struct Metrics {
@@ -251,16 +220,18 @@ class IpamService : public IpamBackend {
   kube::metrics::Registry* registry_ = nullptr;
   kube::metrics::Registry::HookId collect_hook_ = 0;
 
-  // After a 409: the pool as soon as the watch delivers a version newer than `stale`.
-  std::optional<api::SpiderIPPool> NewerPool(const std::string& name, const std::string& stale,
-                                             absl::Duration wait);
-  absl::Mutex pool_events_mu_;
-  absl::CondVar pool_events_cv_;
 
   // ReplicaSet/Job UID -> its top controller (Deployment/CronJob); bounded.
   static constexpr size_t kMaxCachedOwners = 4096;
   absl::Mutex owners_mu_;
   std::map<std::string, ::spiderpool::ipam::PodOwner> top_owners_ ABSL_GUARDED_BY(owners_mu_);
+
+  // What PrewarmPools() predicts with: the last ADD's NIC and default pools, and its
+  // predictions per waiting pod UID.
+  absl::Mutex prewarm_mu_;
+  ipamapi::IpamAddArgs add_template_ ABSL_GUARDED_BY(prewarm_mu_);
+  std::map<std::string, std::vector<std::string>> predicted_ ABSL_GUARDED_BY(prewarm_mu_);
+  std::map<std::string, std::string> sandboxes_ ABSL_GUARDED_BY(prewarm_mu_);  // uid -> container
 
   absl::Mutex locks_mu_;
   std::map<std::string, std::pair<std::unique_ptr<absl::Mutex>, int>> pod_locks_

@@ -1,0 +1,154 @@
+// NodeBlocks against the loopback API server (or a real cluster through
+// SPIDERPOOL_TEST_KUBECONFIG): the invariants that keep a give-back of this node's reservations
+// from producing a duplicate IP.
+#include "agent/ipam/blocks.h"
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+#include "absl/synchronization/notification.h"
+#include "base/strings.h"
+#include "base/testing/wait.h"
+#include "gtest/gtest.h"
+#include "kube/rest/client.h"
+#include "kube/testing/test_cluster.h"
+
+namespace spiderpool::agent::ipam {
+namespace {
+
+namespace sp = ::spiderpool::ipam;
+
+constexpr char kCrdDir[] = "charts/spiderpool/crds";
+constexpr char kNode[] = "node-a";
+
+// The pool through the REST client; once armed, the next status write waits until released.
+class HeldStore : public PoolStore {
+ public:
+  explicit HeldStore(std::shared_ptr<kube::RestClient> rest) : pools_(std::move(rest)) {}
+  absl::StatusOr<api::SpiderIPPool> Get(const std::string& name) override {
+    return pools_.Get("", name);
+  }
+  absl::StatusOr<api::SpiderIPPool> UpdateStatus(const api::SpiderIPPool& pool) override {
+    if (armed_.exchange(false)) {
+      entered_.Notify();
+      release_.WaitForNotification();
+    }
+    return pools_.UpdateStatus(pool);
+  }
+  std::atomic<bool> armed_{false};
+  absl::Notification entered_, release_;
+
+ private:
+  kube::Client<api::SpiderIPPool> pools_;
+};
+
+absl::StatusOr<sp::PoolState> Build(const api::SpiderIPPool& pool) {
+  return sp::PoolState::Build(pool, {});
+}
+
+class BlocksTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto c = kube::testing::TestCluster::Start();
+    ASSERT_TRUE(c.ok()) << c.status();
+    cluster_ = std::move(*c);
+    ASSERT_TRUE(cluster_->ApplyCRDs(kCrdDir).ok());
+    pool_name_ = "blocks-" + cluster_->ns();
+    api::SpiderIPPool pool;
+    pool.metadata.name = pool_name_;
+    pool.spec.subnet = "10.9.0.0/24";
+    pool.spec.ips = {"10.9.0.1-10.9.0.20"};
+    auto created = kube::Client<api::SpiderIPPool>(cluster_->rest()).Create(pool);
+    ASSERT_TRUE(created.ok()) << created.status();
+    store_ = std::make_unique<HeldStore>(cluster_->rest());
+    committer_ = std::make_unique<PoolCommitter>(
+        store_.get(),
+        PoolCommitter::Hooks{
+            .load = [](const api::SpiderIPPool& p) -> absl::StatusOr<PoolBook> {
+              absl::StatusOr<sp::PoolState> st = Build(p);
+              if (!st.ok()) return st.status();
+              return PoolBook{*std::move(st), false};
+            },
+            .dirty = [](const PoolBook& b) { return b.dirty; },
+            .store = [](const PoolBook& b, api::SpiderIPPool* p) { b.state.WriteStatus(p); }});
+  }
+  void TearDown() override {
+    blocks_.reset();
+    if (cluster_ != nullptr) (void)kube::Client<api::SpiderIPPool>(cluster_->rest()).Delete("", pool_name_);
+  }
+
+  std::vector<base::IPAddress> ReservedInPool() {
+    auto pool = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", pool_name_);
+    EXPECT_TRUE(pool.ok()) << pool.status();
+    if (!pool.ok()) return {};
+    absl::StatusOr<sp::PoolState> st = Build(*pool);
+    EXPECT_TRUE(st.ok()) << st.status();
+    return st.ok() ? st->ReservedFor(kNode) : std::vector<base::IPAddress>{};
+  }
+
+  std::unique_ptr<kube::testing::TestCluster> cluster_;
+  std::string pool_name_;
+  std::unique_ptr<HeldStore> store_;
+  std::unique_ptr<PoolCommitter> committer_;
+  std::unique_ptr<NodeBlocks> blocks_;
+};
+
+// Two ADDs of one batch both report the block their write reserved (the second adopts the
+// first's fresh reservations). The keeper starts giving the block back before the second
+// ADD's report arrives: that late report must not put the IPs back into use, or the give-back
+// would unreserve IPs that pods hold (the duplicate IPs ipam_e2e found).
+TEST_F(BlocksTest, ALateReportOfAReservationNeverUndoesAGiveBack) {
+  blocks_ = std::make_unique<NodeBlocks>(
+      kNode,
+      // flush_after 0: no top-up ahead of demand (none is known here) after the give-back.
+      BlockOptions{.max_block = 4, .flush_after = absl::ZeroDuration(),
+                   .idle_release = absl::ZeroDuration(),
+                   .tight_idle_release = absl::ZeroDuration()},
+      committer_.get(),
+      NodeBlocks::Hooks{.cached_pool = [](const std::string&) { return nullptr; },
+                        .endpoint_ips = [](const std::string&) {
+                          return std::map<base::IPAddress, sp::AllocationRequest>{};
+                        },
+                        .build = Build},
+      nullptr);
+  std::vector<base::IPAddress> first, second;
+  ASSERT_TRUE(committer_
+                  ->Run(pool_name_,
+                        [&](PoolBook& book) {
+                          blocks_->TopUp(pool_name_, book.state, &first, &book.dirty, "uid-1");
+                          blocks_->TopUp(pool_name_, book.state, &second, &book.dirty, "uid-2");
+                          return absl::OkStatus();
+                        },
+                        absl::Now() + absl::Seconds(30))
+                  .ok());
+  ASSERT_FALSE(first.empty());
+  ASSERT_EQ(first, second) << "the second TopUp of the batch adopts the first's reservations";
+  ASSERT_EQ(ReservedInPool(), first);
+
+  // The first report arrives; the keeper gives the idle block back, and its write is held.
+  store_->armed_ = true;
+  blocks_->AddReserved(pool_name_, first);
+  blocks_->Start();
+  store_->entered_.WaitForNotification();
+
+  // The second (late) report: nothing may be handed out from what is being given back.
+  blocks_->AddReserved(pool_name_, second);
+  const sp::AllocationRequest pod{.pod = "ns/p", .pod_uid = "uid-3", .node = kNode};
+  EXPECT_EQ(blocks_->Take(pool_name_, pod, [](const base::IPAddress&) { return true; },
+                          absl::Now() + absl::Seconds(1)),
+            std::nullopt);
+  store_->release_.Notify();
+  EXPECT_TRUE(base::testing::WaitUntil([&] { return ReservedInPool().empty(); }, absl::Seconds(10)))
+      << "the idle block was not given back";
+  std::optional<base::IPAddress> after = blocks_->Take(
+      pool_name_, pod, [](const base::IPAddress&) { return true; }, absl::Now() + absl::Seconds(1));
+  if (after.has_value()) {
+    const std::vector<base::IPAddress> reserved = ReservedInPool();
+    EXPECT_NE(std::find(reserved.begin(), reserved.end(), *after), reserved.end())
+        << after->ToString() << " was handed out but the pool does not reserve it for " << kNode;
+  }
+}
+
+}  // namespace
+}  // namespace spiderpool::agent::ipam

@@ -1,0 +1,171 @@
+#pragma once
+// PoolWriter: the agent's one writer of SpiderIPPool records — the pool side of IPAM, split
+// from the request flow (service.h) so that data flows one way: the request flow asks the
+// writer for IPs and releases; the writer reads the shared informer caches (never the request
+// flow's state) and writes the pools through the GroupCommitter (committer.h) and this node's
+// reservations (blocks.h).
+//
+// What it does:
+//   - TakeOne: one IP for a NIC and family from the first candidate pool that has one — from
+//     this node's reservation when it can (no write), else through a group-committed write
+//     that also tops the reservation up; a pool full while other nodes hold idle reservations
+//     makes it ask them (blocks.h point 6) and wait, bounded;
+//   - Undo / ReleasePodRecords / ReleaseInBackground / ReassignRecords: the record changes of
+//     the request flow's undo, DEL and re-created pods;
+//   - the hooks NodeBlocks reads, from the caches: the pool objects, this node's endpoints'
+//     IPs, the pods waiting here, another node's ask.
+// The one thing it does not know is which pools the waiting pods will use (that is pool
+// selection, the request flow's business): PoolWriterOptions::forecast supplies it.
+// Thread-safe.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "agent/ipam/blocks.h"
+#include "agent/ipam/committer.h"
+#include "api/core.h"
+#include "api/spider.h"
+#include "base/clock.h"
+#include "base/ip.h"
+#include "ipam/pool.h"
+#include "ipam/result.h"
+#include "kube/informer/informer.h"
+#include "kube/rest/client.h"
+
+namespace spiderpool::agent::ipam {
+
+// Read-only views of the agent's shared informer caches (owned by the caller, outliving the
+// writer).
+struct PoolCaches {
+  const kube::Store<api::SpiderIPPool>* pools = nullptr;
+  const kube::Store<api::SpiderEndpoint>* endpoints = nullptr;
+  const kube::Store<api::SpiderReservedIP>* reserved = nullptr;
+  const kube::Store<api::Pod>* pods = nullptr;  // this node's pods
+  std::function<bool()> synced;                 // every cache above has synced
+};
+
+struct PoolWriterOptions {
+  std::string node_name;
+  int64_t block_size = 0;                  // nodeIPBlockSize (0: node reservations off)
+  int64_t max_allocated_ips_per_pool = 0;  // 0: no limit beyond the pool's
+  base::Clock* clock = nullptr;
+  // The pools the pods waiting on this node are expected to use (the prewarm, blocks.h point
+  // 4); nullptr: no prewarm.
+  std::function<std::vector<std::string>()> forecast;
+};
+
+class PoolWriter {
+ public:
+  PoolWriter(std::shared_ptr<kube::RestClient> rest, PoolWriterOptions options, PoolCaches caches);
+  ~PoolWriter();  // Stop()
+
+  void Start();
+  void Stop();
+  // The informers' events the writer acts on (the caller registers them).
+  void OnPoolChanged(const api::SpiderIPPool* before, const api::SpiderIPPool& after);
+  void OnPodAdded();
+
+  // One IP taken by a request (for undo).
+  struct Taken {
+    std::string pool;
+    base::IPAddress ip;
+    ::spiderpool::ipam::FamilyAllocation family;  // prefix, gateway, routes for the result
+    bool from_block = false;  // handed out from this node's reservations (not written yet)
+  };
+  absl::StatusOr<Taken> TakeOne(const std::vector<std::string>& pools, int ip_version,
+                                const ::spiderpool::ipam::AllocationRequest& request,
+                                absl::Time deadline);
+  // Best-effort undo of `taken` (records of `uid` on those IPs).
+  void Undo(const std::vector<Taken>& taken, const std::string& uid, absl::Time deadline);
+  // Frees the records of `uid` (of `container_id`, or of none, when set) and waits for the
+  // writes; `*all_released` is false when other records of `uid` remain.
+  absl::Status ReleasePodRecords(const std::vector<std::string>& pools, const std::string& uid,
+                                 const std::string& container_id, absl::Time deadline,
+                                 bool* all_released);
+  // A DEL's release without waiting for the pool writes (blocks.h point 5): false when node
+  // reservations are off or not running (then ReleasePodRecords). Call it after the pod's
+  // SpiderEndpoint is gone.
+  bool ReleaseInBackground(const std::vector<std::string>& pools, const std::string& uid,
+                           const std::string& container_id);
+  // Whether records of `uid` in `pools` belong to a container other than `container_id`, per
+  // the cached pool status and this node's reservations.
+  bool OtherContainerHolds(const std::vector<std::string>& pools, const std::string& uid,
+                           const std::string& container_id) const;
+  // Moves the records of `endpoint` to `owner` (its UID, node and container).
+  absl::Status ReassignRecords(const api::SpiderEndpoint& endpoint,
+                               const ::spiderpool::ipam::AllocationRequest& owner,
+                               absl::Time deadline);
+  // Pools where `uid` holds IPs handed out from this node's reservations, not yet written.
+  std::vector<std::string> PoolsWithUnflushed(const std::string& uid) {
+    return blocks_.PoolsWithUnflushed(uid);
+  }
+
+  // Every SpiderReservedIP range (malformed ones are logged and reserve nothing).
+  std::vector<base::IPRange> ReservedRanges() const;
+  // Pods scheduled to this node whose ADD is still to come (no SpiderEndpoint of their UID).
+  bool IsWaiting(const api::Pod& pod) const;
+  std::set<std::string> WaitingPods() const;
+
+  bool reservations_enabled() const { return blocks_.enabled(); }
+  CommitterStats committer_stats() const { return committer_.stats(); }
+  NodeBlocks::Stats block_stats() const { return blocks_.stats(); }
+  std::set<base::IPAddress> HandedOutReservations(const std::string& pool) const {
+    return blocks_.HandedOut(pool);
+  }
+  absl::Status FlushReservations(absl::Time deadline) { return blocks_.FlushAll(deadline); }
+  int64_t PendingReleases() const { return blocks_.PendingReleases(); }
+
+ private:
+  class KubePoolStore : public PoolStore {
+   public:
+    explicit KubePoolStore(std::shared_ptr<kube::RestClient> rest) : pools_(std::move(rest)) {}
+    absl::StatusOr<api::SpiderIPPool> Get(const std::string& name) override;
+    absl::StatusOr<api::SpiderIPPool> UpdateStatus(const api::SpiderIPPool& pool) override;
+
+   private:
+    kube::Client<api::SpiderIPPool> pools_;
+  };
+
+  absl::StatusOr<::spiderpool::ipam::PoolState> BuildPool(const api::SpiderIPPool& pool) const;
+  // This node's SpiderEndpoints' IPs in `pool` (NodeBlocks recovery).
+  std::map<base::IPAddress, ::spiderpool::ipam::AllocationRequest> EndpointIPs(
+      const std::string& pool) const;
+  // The fast path of TakeOne: an IP this node reserved earlier; nullopt: none.
+  std::optional<Taken> TakeReserved(const std::string& pool,
+                                    const ::spiderpool::ipam::AllocationRequest& request,
+                                    std::optional<std::vector<base::IPRange>>* reserved,
+                                    absl::Time deadline);
+  // Writes the unflushed block assignments of `uid` in `pools` as pod records first.
+  absl::Status FlushBlocks(const std::vector<std::string>& pools, const std::string& uid,
+                           absl::Time deadline);
+  // `pool` carries a fresh kAnnotationReservationsWanted of another node.
+  bool WantedElsewhere(const std::string& pool) const;
+  // Asks the other nodes for their idle reservations of `pool` (at most once a second).
+  void AskForReservations(const std::string& pool);
+  // After a 409: the pool as soon as the watch delivers a version newer than `stale`.
+  std::optional<api::SpiderIPPool> NewerPool(const std::string& name, const std::string& stale,
+                                             absl::Duration wait);
+
+  PoolWriterOptions options_;
+  PoolCaches caches_;
+  base::Clock* clock_;
+  KubePoolStore pool_store_;
+  kube::Client<api::SpiderIPPool> pools_;  // the ask for reservations (a metadata patch)
+  PoolCommitter committer_;
+  NodeBlocks blocks_;
+
+  absl::Mutex pool_events_mu_;
+  absl::CondVar pool_events_cv_;
+  absl::Mutex asked_mu_;
+  std::map<std::string, absl::Time> asked_ ABSL_GUARDED_BY(asked_mu_);  // pool -> last ask
+};
+
+}  // namespace spiderpool::agent::ipam
