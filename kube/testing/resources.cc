@@ -17,34 +17,25 @@ using base::Json;
 const std::vector<ResourceInfo>& BuiltinResources() {
   static const std::vector<ResourceInfo>* kList = [] {
     auto* v = new std::vector<ResourceInfo>{
-        api::Namespace::Resource(),
-        api::Pod::Resource(),
-        api::Node::Resource(),
-        api::Event::Resource(),
-        api::ConfigMap::Resource(),
-        api::Secret::Resource(),
-        api::ServiceResource(),
-        api::ServiceAccountResource(),
-        api::EndpointsResource(),
-        api::Lease::Resource(),
-        api::events_v1::Event::Resource(),
+        // v1
+        api::Namespace::Resource(), api::Pod::Resource(), api::Node::Resource(),
+        api::Event::Resource(), api::ConfigMap::Resource(), api::Secret::Resource(),
+        api::ServiceResource(), api::ServiceAccountResource(), api::EndpointsResource(),
+        // coordination.k8s.io, events.k8s.io, apiextensions.k8s.io
+        api::Lease::Resource(), api::events_v1::Event::Resource(),
         api::CustomResourceDefinitionResource(),
-        // TODO(issue 16): from the typed webhook configurations once they live in api/.
+        // admissionregistration.k8s.io: typed in kube/webhook, which this package may not use.
         {"admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration",
          "validatingwebhookconfigurations", "validatingwebhookconfiguration", false, false, {},
          ""},
         {"admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration",
          "mutatingwebhookconfigurations", "mutatingwebhookconfiguration", false, false, {}, ""},
-        api::Deployment::Resource(),
-        api::ReplicaSet::Resource(),
-        api::StatefulSet::Resource(),
-        api::DaemonSet::Resource(),
-        api::Job::Resource(),
-        api::CronJob::Resource(),
+        // apps, batch
+        api::Deployment::Resource(), api::ReplicaSet::Resource(), api::StatefulSet::Resource(),
+        api::DaemonSet::Resource(), api::Job::Resource(), api::CronJob::Resource(),
         // DRA (resource.k8s.io/v1, Kubernetes >= 1.34). Tests of the v1beta1/v1beta2 fallback
         // register those versions themselves.
-        api::ResourceSlice::Resource(),
-        api::DeviceClass::Resource(),
+        api::ResourceSlice::Resource(), api::DeviceClass::Resource(),
         api::resource_v1::ResourceClaim::Resource(),
         api::resource_v1::ResourceClaimTemplate::Resource(),
     };
