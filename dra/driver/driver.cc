@@ -218,8 +218,8 @@ api::ResourceInfo NetDriver::ClaimResource() const {
   return info;
 }
 
-absl::Status NetDriver::PrepareFresh(const ClaimRef& ref, checkpoint::Data* data,
-                                     PrepareResult* out, PrepareFailure* failure) {
+absl::Status NetDriver::ReadAllocatedClaim(const ClaimRef& ref, AllocatedClaim* out,
+                                           PrepareFailure* failure) {
   const std::string what = StrCat("ResourceClaim ", ClaimName(ref));
   kube::DynamicClient claims(rest_, ClaimResource());
   auto raw = claims.Get(ref.namespace_, ref.name);
@@ -227,7 +227,8 @@ absl::Status NetDriver::PrepareFresh(const ClaimRef& ref, checkpoint::Data* data
     if (kube::IsNotFound(raw.status())) return absl::NotFoundError(StrCat(what, " not found"));
     return absl::UnavailableError(StrCat("getting ", what, ": ", Msg(raw.status())));
   }
-  auto claim = api::resource_v1::DecodeResourceClaim(*raw);
+  out->raw = std::move(*raw);
+  auto claim = api::resource_v1::DecodeResourceClaim(out->raw);
   if (!claim.ok()) {
     return absl::DataLossError(StrCat("decoding ", what, ": ", Msg(claim.status())));
   }
@@ -240,12 +241,13 @@ absl::Status NetDriver::PrepareFresh(const ClaimRef& ref, checkpoint::Data* data
   if (!claim->status.allocation.has_value()) {
     return absl::FailedPreconditionError(StrCat(what, " is not allocated (no status.allocation)"));
   }
-  std::vector<const DeviceRequestAllocationResult*> results = claim->ResultsFor(options_.driver_name);
-  if (results.empty()) {
+  out->claim = std::move(*claim);
+  out->results = out->claim.ResultsFor(options_.driver_name);
+  if (out->results.empty()) {
     return absl::FailedPreconditionError(StrCat(what, " has no device allocated by driver ",
                                                 options_.driver_name));
   }
-  for (const DeviceRequestAllocationResult* r : results) {
+  for (const DeviceRequestAllocationResult* r : out->results) {
     if (r->pool != options_.pool_name) {
       return absl::FailedPreconditionError(
           StrCat(what, ": device ", r->pool, "/", r->device, " (request ", r->request,
@@ -253,96 +255,91 @@ absl::Status NetDriver::PrepareFresh(const ClaimRef& ref, checkpoint::Data* data
                  options_.pool_name, " (node ", options_.node_name, ")"));
     }
   }
-  auto ref_params = ResolveParameters(*claim, options_.driver_name, results);
+  return absl::OkStatus();
+}
+
+absl::Status NetDriver::LoadClaimParameters(const ClaimRef& ref, const AllocatedClaim& claim,
+                                            SpecInputs* inputs,
+                                            std::optional<api::SpiderClaimParameter>* scp,
+                                            PrepareFailure* failure) {
+  const std::string what = StrCat("ResourceClaim ", ClaimName(ref));
+  auto ref_params = ResolveParameters(claim.claim, options_.driver_name, claim.results);
   if (!ref_params.ok()) return absl::InvalidArgumentError(StrCat(what, ": ", Msg(ref_params.status())));
-
-  SpecInputs inputs{.claim_uid = ref.uid,
-                    .claim_namespace = ref.namespace_,
-                    .claim_name = ref.name,
-                    .results = results,
-                    .rdma_library_path = options_.rdma_library_path};
-  std::optional<api::SpiderClaimParameter> scp;
-  if (ref_params->has_value()) {
-    const std::string scp_name = StrCat(ref.namespace_, "/", (*ref_params)->name);
-    auto got = kube::Client<api::SpiderClaimParameter>(rest_).Get(ref.namespace_, (*ref_params)->name);
-    if (!got.ok()) {
-      if (kube::IsNotFound(got.status())) {
-        return absl::NotFoundError(
-            StrCat("SpiderClaimParameter ", scp_name, " not found (named by ", what, ")"));
-      }
-      if (got.status().code() == absl::StatusCode::kDataLoss) {
-        return absl::InvalidArgumentError(StrCat("SpiderClaimParameter ", scp_name,
-                                                 " (named by ", what, ") is invalid: ",
-                                                 Msg(got.status())));
-      }
-      return absl::UnavailableError(
-          StrCat("getting SpiderClaimParameter ", scp_name, ": ", Msg(got.status())));
+  if (!ref_params->has_value()) return absl::OkStatus();
+  const std::string scp_name = StrCat(ref.namespace_, "/", (*ref_params)->name);
+  auto got = kube::Client<api::SpiderClaimParameter>(rest_).Get(ref.namespace_, (*ref_params)->name);
+  if (!got.ok()) {
+    if (kube::IsNotFound(got.status())) {
+      return absl::NotFoundError(
+          StrCat("SpiderClaimParameter ", scp_name, " not found (named by ", what, ")"));
     }
-    scp = std::move(*got);
-    if (scp->metadata.namespace_.empty()) scp->metadata.namespace_ = ref.namespace_;
-    failure->multus_configs = MultusConfigKeys(*scp);
-    // The webhook's rules, with the referenced SpiderMultusConfigs fetched once each.
-    kube::Client<api::SpiderMultusConfig> smcs(rest_);
-    absl::Status fetch_error;
-    api::validation::Context ctx;
-    ctx.multus_config_exists = [&](std::string_view ns, std::string_view name) -> absl::StatusOr<bool> {
-      const std::string key = StrCat(ns, "/", name);
-      if (inputs.multus_configs.contains(key)) return true;
-      auto smc = smcs.Get(ns, name);
-      if (kube::IsNotFound(smc.status())) return false;
-      if (!smc.ok()) {
-        fetch_error = smc.status();
-        return smc.status();
-      }
-      inputs.multus_configs[key] = std::move(*smc);
-      return true;
-    };
-    api::validation::Result r = api::validation::ValidateClaimParameterCreate(*scp, ctx);
-    if (!fetch_error.ok() && fetch_error.code() != absl::StatusCode::kDataLoss) {
-      return absl::UnavailableError(StrCat("getting the SpiderMultusConfigs of SpiderClaimParameter ",
-                                           scp_name, ": ", Msg(fetch_error)));
+    if (got.status().code() == absl::StatusCode::kDataLoss) {
+      return absl::InvalidArgumentError(StrCat("SpiderClaimParameter ", scp_name,
+                                               " (named by ", what, ") is invalid: ",
+                                               Msg(got.status())));
     }
-    if (!r.ok()) {
-      return absl::InvalidArgumentError(StrCat("SpiderClaimParameter ", scp_name, " (named by ",
-                                               what, ") is invalid: ", r.Message()));
-    }
-    inputs.parameters = &*scp;
+    return absl::UnavailableError(
+        StrCat("getting SpiderClaimParameter ", scp_name, ": ", Msg(got.status())));
   }
-  auto claim_spec = BuildClaimSpec(inputs);
-  if (!claim_spec.ok()) return base::Annotate(claim_spec.status(), what);
-  auto spec = cdi::BuildSpec(*claim_spec, {.max_version = options_.cdi_max_version});
-  if (!spec.ok()) return base::Annotate(spec.status(), StrCat(what, ": building the CDI spec"));
+  *scp = std::move(*got);
+  if ((*scp)->metadata.namespace_.empty()) (*scp)->metadata.namespace_ = ref.namespace_;
+  failure->multus_configs = MultusConfigKeys(**scp);
+  // The webhook's rules, with the referenced SpiderMultusConfigs fetched once each.
+  kube::Client<api::SpiderMultusConfig> smcs(rest_);
+  absl::Status fetch_error;
+  api::validation::Context ctx;
+  ctx.multus_config_exists = [&](std::string_view ns, std::string_view name) -> absl::StatusOr<bool> {
+    const std::string key = StrCat(ns, "/", name);
+    if (inputs->multus_configs.contains(key)) return true;
+    auto smc = smcs.Get(ns, name);
+    if (kube::IsNotFound(smc.status())) return false;
+    if (!smc.ok()) {
+      fetch_error = smc.status();
+      return smc.status();
+    }
+    inputs->multus_configs[key] = std::move(*smc);
+    return true;
+  };
+  api::validation::Result r = api::validation::ValidateClaimParameterCreate(**scp, ctx);
+  if (!fetch_error.ok() && fetch_error.code() != absl::StatusCode::kDataLoss) {
+    return absl::UnavailableError(StrCat("getting the SpiderMultusConfigs of SpiderClaimParameter ",
+                                         scp_name, ": ", Msg(fetch_error)));
+  }
+  if (!r.ok()) {
+    return absl::InvalidArgumentError(StrCat("SpiderClaimParameter ", scp_name, " (named by ",
+                                             what, ") is invalid: ", r.Message()));
+  }
+  inputs->parameters = &**scp;
+  return absl::OkStatus();
+}
 
+checkpoint::PreparedClaim NetDriver::StartedEntry(const ClaimRef& ref,
+                                                  const AllocatedClaim& claim,
+                                                  const std::string& cdi_device_id) const {
   checkpoint::PreparedClaim entry;
   entry.state = checkpoint::ClaimState::kPrepareStarted;
   entry.namespace_ = ref.namespace_;
   entry.name = ref.name;
   entry.cdi_spec_path = specs_.PathFor(ref.uid);
-  for (const DeviceRequestAllocationResult* r : results) {
+  for (const DeviceRequestAllocationResult* r : claim.results) {
     entry.devices.push_back({.request_names = {r->request},
                              .pool = r->pool,
                              .device = r->device,
                              .share_id = r->share_id,
-                             .cdi_device_ids = {spec->device_id}});
+                             .cdi_device_ids = {cdi_device_id}});
     entry.status_devices.push_back(KeyOf(*r));
   }
-  data->claims[ref.uid] = entry;
-  if (absl::Status s = checkpoint_.Save(*data); !s.ok()) {
-    data->claims.erase(ref.uid);  // the file still has the previous content
-    return base::Annotate(s, what);
-  }
+  return entry;
+}
 
-  if (absl::Status s = specs_.Write(*spec); !s.ok()) {
-    Rollback(ref.uid, data, /*status_written=*/false);
-    return base::Annotate(s, what);
-  }
-
+absl::Status NetDriver::WriteReadyStatuses(const ClaimRef& ref, const AllocatedClaim& claim,
+                                           const std::string& cdi_device_id) {
   const api::Time now{absl::FromUnixSeconds(absl::ToUnixSeconds(clock_->Now()))};
-  absl::Status st = UpdateDeviceStatuses(
+  return UpdateDeviceStatuses(
       ref, [&](const ResourceClaim& current,
                std::vector<AllocatedDeviceStatus>* devices) -> absl::StatusOr<bool> {
         bool changed = false;
-        for (const DeviceRequestAllocationResult* r : results) {
+        for (const DeviceRequestAllocationResult* r : claim.results) {
           AllocatedDeviceStatus e;
           for (const AllocatedDeviceStatus& d : *devices) {
             if (MatchesKey(d, KeyOf(*r))) e = d;  // keep networkData, data, other conditions
@@ -357,15 +354,43 @@ absl::Status NetDriver::PrepareFresh(const ClaimRef& ref, checkpoint::Data* data
           ready.observed_generation = current.metadata.generation;
           ready.last_transition_time = now;
           ready.reason = kReadyReason;
-          ready.message = StrCat("CDI device ", spec->device_id, " prepared on node ",
+          ready.message = StrCat("CDI device ", cdi_device_id, " prepared on node ",
                                  options_.node_name);
           api::SetCondition(&e.conditions, std::move(ready));
           changed |= api::resource_v1::UpsertDeviceStatus(devices, std::move(e));
         }
         return changed;
       },
-      &*raw);
-  if (!st.ok()) {
+      &claim.raw);
+}
+
+absl::Status NetDriver::PrepareFresh(const ClaimRef& ref, checkpoint::Data* data,
+                                     PrepareResult* out, PrepareFailure* failure) {
+  const std::string what = StrCat("ResourceClaim ", ClaimName(ref));
+  AllocatedClaim claim;
+  if (absl::Status s = ReadAllocatedClaim(ref, &claim, failure); !s.ok()) return s;
+  SpecInputs inputs{.claim_uid = ref.uid,
+                    .claim_namespace = ref.namespace_,
+                    .claim_name = ref.name,
+                    .results = claim.results,
+                    .rdma_library_path = options_.rdma_library_path};
+  std::optional<api::SpiderClaimParameter> scp;
+  if (absl::Status s = LoadClaimParameters(ref, claim, &inputs, &scp, failure); !s.ok()) return s;
+  auto claim_spec = BuildClaimSpec(inputs);
+  if (!claim_spec.ok()) return base::Annotate(claim_spec.status(), what);
+  auto spec = cdi::BuildSpec(*claim_spec, {.max_version = options_.cdi_max_version});
+  if (!spec.ok()) return base::Annotate(spec.status(), StrCat(what, ": building the CDI spec"));
+
+  data->claims[ref.uid] = StartedEntry(ref, claim, spec->device_id);
+  if (absl::Status s = checkpoint_.Save(*data); !s.ok()) {
+    data->claims.erase(ref.uid);  // the file still has the previous content
+    return base::Annotate(s, what);
+  }
+  if (absl::Status s = specs_.Write(*spec); !s.ok()) {
+    Rollback(ref.uid, data, /*status_written=*/false);
+    return base::Annotate(s, what);
+  }
+  if (absl::Status st = WriteReadyStatuses(ref, claim, spec->device_id); !st.ok()) {
     Rollback(ref.uid, data, /*status_written=*/true);
     return base::Annotate(st, StrCat(what, ": writing status.devices"));
   }
@@ -380,7 +405,7 @@ absl::Status NetDriver::PrepareFresh(const ClaimRef& ref, checkpoint::Data* data
       .Msg("prepared claim")
       .KV("claim", ClaimName(ref))
       .KV("claimUID", ref.uid)
-      .KV("devices", results.size())
+      .KV("devices", claim.results.size())
       .KV("cdiVersion", spec->version)
       .KV("parameters", scp.has_value() ? scp->metadata.name : std::string("-"));
   return absl::OkStatus();

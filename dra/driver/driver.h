@@ -144,6 +144,27 @@ class NetDriver : public kubeletplugin::Driver {
                             const std::string& error);
   absl::Status PrepareFresh(const kubeletplugin::ClaimRef& ref, checkpoint::Data* data,
                             kubeletplugin::PrepareResult* out, PrepareFailure* failure);
+  // PrepareFresh's steps, in order: read the claim and check what it allocates to this node;
+  // fetch and check its SpiderClaimParameter (if any); build the CDI spec and the checkpoint
+  // entry; write the spec; mark the devices Ready in status.devices.
+  struct AllocatedClaim {
+    base::Json raw;  // as read: the first status update uses it instead of a GET
+    api::resource_v1::ResourceClaim claim;
+    // This driver's results, all in this node's pool (pointers into `claim`).
+    std::vector<const api::resource_v1::DeviceRequestAllocationResult*> results;
+  };
+  absl::Status ReadAllocatedClaim(const kubeletplugin::ClaimRef& ref, AllocatedClaim* out,
+                                  PrepareFailure* failure);
+  // Fills inputs->parameters (pointing into *scp) and inputs->multus_configs.
+  absl::Status LoadClaimParameters(const kubeletplugin::ClaimRef& ref,
+                                   const AllocatedClaim& claim, SpecInputs* inputs,
+                                   std::optional<api::SpiderClaimParameter>* scp,
+                                   PrepareFailure* failure);
+  checkpoint::PreparedClaim StartedEntry(const kubeletplugin::ClaimRef& ref,
+                                         const AllocatedClaim& claim,
+                                         const std::string& cdi_device_id) const;
+  absl::Status WriteReadyStatuses(const kubeletplugin::ClaimRef& ref, const AllocatedClaim& claim,
+                                  const std::string& cdi_device_id);
   // Undoes a (partial) prepare: spec file, our status entries (best effort), checkpoint entry.
   void Rollback(const std::string& uid, checkpoint::Data* data, bool status_written);
   std::string UnprepareOne(const kubeletplugin::ClaimRef& ref, checkpoint::Data* data,
