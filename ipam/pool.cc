@@ -319,6 +319,28 @@ absl::Status PoolState::AssignReserved(const IPAddress& ip, std::string_view nod
   return absl::OkStatus();
 }
 
+absl::Status PoolState::AssignFree(const IPAddress& ip, const AllocationRequest& request) {
+  if (request.pod.empty() || request.pod_uid.empty()) {
+    return absl::InvalidArgumentError("allocation request needs the pod ns/name and UID");
+  }
+  if (records_.count(ip) || !allocator_.IsFree(ip)) {
+    return absl::FailedPreconditionError(
+        StrCat("IPPool ", name_, " IP ", ip.ToString(), " is not free"));
+  }
+  if (static_cast<int64_t>(records_.size()) + 1 > options_.max_allocated_ips) {
+    return absl::FailedPreconditionError(
+        StrCat("IPPool ", name_, " is at its threshold of IP records (<=",
+               options_.max_allocated_ips, ")"));
+  }
+  allocator_.Allocate(ip);
+  api::PoolIPAllocation rec{.pod = request.pod, .pod_uid = request.pod_uid};
+  if (!request.node.empty()) rec.node = request.node;
+  if (!request.container_id.empty()) rec.container_id = request.container_id;
+  if (!request.interface_.empty()) rec.interface_ = request.interface_;
+  AddRecord(ip, std::move(rec));
+  return absl::OkStatus();
+}
+
 bool PoolState::Unreserve(const IPAddress& ip, std::string_view node) {
   auto it = records_.find(ip);
   if (it == records_.end() || !api::IsNodeReservation(it->second) || *it->second.node != node) {

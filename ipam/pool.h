@@ -136,6 +136,10 @@ class PoolState {
   // (same UID and interface): OK, nothing changes. Anything else: FailedPrecondition.
   absl::Status AssignReserved(const base::IPAddress& ip, std::string_view node,
                               const AllocationRequest& request);
+  // Gives a free usable `ip` to `request`'s pod (no record holds it). The repair of an IP a node
+  // handed out whose reservation is gone: recording it while nobody else holds it is what keeps
+  // it from being handed out twice. Held, not usable, or over the record cap: FailedPrecondition.
+  absl::Status AssignFree(const base::IPAddress& ip, const AllocationRequest& request);
   // Removes `node`'s reservation of `ip`. False if `ip` is not reserved for `node`.
   bool Unreserve(const base::IPAddress& ip, std::string_view node);
   // `node`'s reservations, ascending.

@@ -310,6 +310,24 @@ TEST(PoolState, PropertyRecordsMatchModel) {
 }
 
 
+// The repair of an IP a node handed out whose reservation vanished: only a free usable IP.
+TEST(PoolState, AssignFreeTakesOnlyAFreeUsableIP) {
+  PoolState st = MustBuild(Pool("p", "10.0.0.0/24", {"10.0.0.1-10.0.0.4"}));
+  ASSERT_TRUE(st.Allocate({.pod = "ns/a", .pod_uid = "ua"}).ok());  // 10.0.0.1
+  ASSERT_EQ(*st.Reserve("n1", 1), std::vector<IPAddress>{IP("10.0.0.2")});
+  const AllocationRequest b{.pod = "ns/b", .pod_uid = "ub", .node = "n2", .interface_ = "eth0"};
+  EXPECT_EQ(st.AssignFree(IP("10.0.0.1"), b).code(), absl::StatusCode::kFailedPrecondition);  // a pod's
+  EXPECT_EQ(st.AssignFree(IP("10.0.0.2"), b).code(), absl::StatusCode::kFailedPrecondition);  // n1's
+  EXPECT_EQ(st.AssignFree(IP("10.0.0.9"), b).code(), absl::StatusCode::kFailedPrecondition);  // not in the pool
+  EXPECT_EQ(st.AssignFree(IP("10.0.0.3"), {.pod = "ns/b"}).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(st.AssignFree(IP("10.0.0.3"), b).ok());
+  EXPECT_EQ(st.RecordOf(IP("10.0.0.3"))->pod_uid, "ub");
+  EXPECT_EQ(st.IPsOf("ub"), std::vector<IPAddress>{IP("10.0.0.3")});
+  EXPECT_EQ(st.Counts(), (PoolCounts{.total = 4, .allocated = 2, .reserved = 1, .free = 1}));
+  // The next allocation skips it.
+  EXPECT_EQ(st.Allocate({.pod = "ns/c", .pod_uid = "uc"})->ip, IP("10.0.0.4"));
+}
+
 TEST(PoolState, NodeReservationsAssignAndRelease) {
   PoolState st = MustBuild(Pool("p", "10.0.0.0/24", {"10.0.0.1-10.0.0.10"}));
   ASSERT_TRUE(st.Allocate({.pod = "ns/a", .pod_uid = "ua"}).ok());  // 10.0.0.1

@@ -425,7 +425,7 @@ absl::Status NodeBlocks::Sync(const std::string& pool, SyncWhat what, absl::Time
     --b.topups_in_flight;
     topped_up_.SignalAll();
   };
-  std::vector<base::IPAddress> lost, topped_up;
+  std::vector<base::IPAddress> lost, repaired, topped_up;
   std::map<base::IPAddress, std::string> lost_why;
   int64_t freed = 0;
   // The block follows the pool in the order the writes landed (GroupCommitter on_landed):
@@ -452,13 +452,19 @@ absl::Status NodeBlocks::Sync(const std::string& pool, SyncWhat what, absl::Time
       pool,
       [&](PoolBook& book) {
         lost.clear();
+        repaired.clear();
         lost_why.clear();
         freed = 0;
         for (const auto& [ip, req] : batch) {
           const api::PoolIPAllocation* before = book.state.RecordOf(ip);
           const bool was_reservation = before != nullptr && api::IsNodeReservation(*before);
           absl::Status a = book.state.AssignReserved(ip, node_, req);
-          if (!a.ok()) {
+          if (!a.ok() && before == nullptr && book.state.AssignFree(ip, req).ok()) {
+            // Our reservation is gone but nobody holds the IP: record it for the pod that has
+            // it (a bug upstream of here, logged; this keeps it from becoming a duplicate).
+            repaired.push_back(ip);
+            book.dirty = true;
+          } else if (!a.ok()) {
             lost.push_back(ip);
             lost_why[ip] = a.ToString();
           } else if (was_reservation) {
@@ -504,6 +510,11 @@ absl::Status NodeBlocks::Sync(const std::string& pool, SyncWhat what, absl::Time
     return s;
   }
   if (gone) Landed();
+  for (const base::IPAddress& ip : repaired) {
+    SP_LOG(Error).Msg("an IP handed out from this node's reservation was no longer reserved; "
+                      "recorded for its pod, since nobody else held it")
+        .KV("pool", pool).KV("ip", ip.ToString()).KV("pod", batch[ip].pod);
+  }
   for (const base::IPAddress& ip : lost) {
     SP_LOG(Error).Msg("an IP handed out from this node's reservation is no longer reserved")
         .KV("pool", pool).KV("ip", ip.ToString()).KV("pod", batch[ip].pod).KV("why", lost_why[ip]);
