@@ -556,16 +556,17 @@ absl::Status AutoPoolController::FreeStaleRecords(const std::string& application
   return first;
 }
 
-absl::StatusOr<AutoPoolController::Outcome> AutoPoolController::EnsurePool(
-    const Application& app, const AutoPoolWant& want,
-    const std::vector<std::shared_ptr<const api::SpiderIPPool>>& app_pools, const std::string& key,
-    std::string* pool_name) {
-  const std::string version_label = want.ip_version == 4 ? "IPv4" : "IPv6";
-  const base::IPFamily want_family =
-      want.ip_version == 4 ? base::IPFamily::kV4 : base::IPFamily::kV6;
+namespace {
 
-  // The pool, by its labels (upstream's List by owner-spider-subnet, owner-application-*,
-  // ip-version, interface; a reclaimable pool of an earlier app of the same name is skipped).
+// EnsurePool's steps that only read.
+
+// The app's auto-created pools of `want`, by their labels (upstream's List by
+// owner-spider-subnet, owner-application-*, ip-version, interface; a reclaimable pool of an
+// earlier app of the same name is skipped), sorted by name.
+std::vector<std::shared_ptr<const api::SpiderIPPool>> AutoPoolsOf(
+    const Application& app, const AutoPoolWant& want,
+    const std::vector<std::shared_ptr<const api::SpiderIPPool>>& app_pools) {
+  const std::string version_label = want.ip_version == 4 ? "IPv4" : "IPv6";
   std::vector<std::shared_ptr<const api::SpiderIPPool>> found;
   for (const auto& p : app_pools) {
     std::optional<PoolOwner> o = PoolOwnerOf(*p);
@@ -584,6 +585,67 @@ absl::StatusOr<AutoPoolController::Outcome> AutoPoolController::EnsurePool(
   }
   std::sort(found.begin(), found.end(),
             [](const auto& a, const auto& b) { return a->metadata.name < b->metadata.name; });
+  return found;
+}
+
+// What PlanPoolIPs needs for pool `name` of `subnet` (whose family matches `want`): the
+// subnet's usable ranges, its records (this pool's, its releasing one, the others), the pool's
+// listed and allocated IPs.
+absl::StatusOr<PlanInput> PlanInputOf(const api::SpiderSubnet& subnet,
+                                      const api::PoolIPPreAllocations& controlled,
+                                      const std::optional<api::SpiderIPPool>& pool,
+                                      const std::string& name, const AutoPoolWant& want,
+                                      std::vector<IPRange> reserved) {
+  const std::optional<base::IPFamily> family =
+      counts::FamilyOf(subnet.spec.ip_version, subnet.spec.subnet);
+  const std::string rel_key = ReleasingKey(name);
+  PlanInput in;
+  {
+    absl::StatusOr<std::vector<IPRange>> usable =
+        counts::UsableRanges(subnet.spec.ips, subnet.spec.exclude_ips, family);
+    if (!usable.ok()) {
+      return absl::FailedPreconditionError(
+          StrCat("SpiderSubnet ", want.subnet, ": ", Msg(usable.status())));
+    }
+    in.subnet_usable = *std::move(usable);
+  }
+  in.reserved = std::move(reserved);
+  std::vector<IPRange> others;
+  for (const auto& [k, e] : controlled) {
+    absl::StatusOr<std::vector<IPRange>> r =
+        ParseMerged(e.ips, *family, StrCat("status.controlledIPPools[", k, "].ips"));
+    if (!r.ok()) {
+      return absl::FailedPreconditionError(
+          StrCat("SpiderSubnet ", want.subnet, " ", Msg(r.status())));
+    }
+    if (k == name) {
+      in.entry = *std::move(r);
+    } else if (k == rel_key) {
+      in.releasing = *std::move(r);
+    } else {
+      others.insert(others.end(), r->begin(), r->end());
+    }
+  }
+  in.others = base::MergeIPRanges(std::move(others));
+  if (pool.has_value()) {
+    SP_ASSIGN_OR_RETURN(in.pool, ParseMerged(pool->spec.ips, *family, "spec.ips"));
+    SP_ASSIGN_OR_RETURN(in.allocated, AllocatedRanges(*pool, *family));
+  }
+  in.desired = want.ip_number;
+  return in;
+}
+
+}  // namespace
+
+absl::StatusOr<AutoPoolController::Outcome> AutoPoolController::EnsurePool(
+    const Application& app, const AutoPoolWant& want,
+    const std::vector<std::shared_ptr<const api::SpiderIPPool>>& app_pools, const std::string& key,
+    std::string* pool_name) {
+  const base::IPFamily want_family =
+      want.ip_version == 4 ? base::IPFamily::kV4 : base::IPFamily::kV6;
+
+  std::vector<std::shared_ptr<const api::SpiderIPPool>> found =
+      AutoPoolsOf(app, want, app_pools);
   if (found.size() > 1) {
     std::vector<std::string> names;
     for (const auto& p : found) names.push_back(p->metadata.name);
@@ -682,39 +744,8 @@ absl::StatusOr<AutoPoolController::Outcome> AutoPoolController::EnsurePool(
 
     absl::StatusOr<api::PoolIPPreAllocations> controlled = subnet->ControlledIPPools();
     if (!controlled.ok()) return controlled.status();
-    PlanInput in;
-    {
-      absl::StatusOr<std::vector<IPRange>> usable =
-          counts::UsableRanges(subnet->spec.ips, subnet->spec.exclude_ips, family);
-      if (!usable.ok()) {
-        return absl::FailedPreconditionError(
-            StrCat("SpiderSubnet ", want.subnet, ": ", Msg(usable.status())));
-      }
-      in.subnet_usable = *std::move(usable);
-    }
-    in.reserved = Reserved(*family);
-    std::vector<IPRange> others;
-    for (const auto& [k, e] : *controlled) {
-      absl::StatusOr<std::vector<IPRange>> r =
-          ParseMerged(e.ips, *family, StrCat("status.controlledIPPools[", k, "].ips"));
-      if (!r.ok()) {
-        return absl::FailedPreconditionError(
-            StrCat("SpiderSubnet ", want.subnet, " ", Msg(r.status())));
-      }
-      if (k == name) {
-        in.entry = *std::move(r);
-      } else if (k == rel_key) {
-        in.releasing = *std::move(r);
-      } else {
-        others.insert(others.end(), r->begin(), r->end());
-      }
-    }
-    in.others = base::MergeIPRanges(std::move(others));
-    if (pool.has_value()) {
-      SP_ASSIGN_OR_RETURN(in.pool, ParseMerged(pool->spec.ips, *family, "spec.ips"));
-      SP_ASSIGN_OR_RETURN(in.allocated, AllocatedRanges(*pool, *family));
-    }
-    in.desired = want.ip_number;
+    SP_ASSIGN_OR_RETURN(PlanInput in, PlanInputOf(*subnet, *controlled, pool, name, want,
+                                                  Reserved(*family)));
 
     absl::StatusOr<Plan> plan = PlanPoolIPs(in);
     if (!plan.ok()) {
