@@ -558,6 +558,88 @@ absl::StatusOr<const api::SpiderIPPool*> FindAutoPool(
 
 // ---- SelectPools ---------------------------------------------------------------------------
 
+namespace {
+
+// SelectPools' last two steps.
+
+// No pool named twice for one NIC and family; every pool exists.
+absl::Status PrecheckPools(const Selection& sel, const PoolIndex& index) {
+  for (const NicCandidates& nic : sel.nics) {
+    for (const std::vector<std::string>* list : {&nic.ipv4_pools, &nic.ipv6_pools}) {
+      std::unordered_set<std::string_view> marks;
+      marks.reserve(list->size());
+      for (const std::string& name : *list) {
+        if (!marks.insert(name).second) {
+          return absl::InvalidArgumentError(StrCat("wrong input, duplicate IPPool ", name,
+                                                   " specified for NIC ", nic.if_name));
+        }
+        if (index.Get(name) == nullptr) {
+          return absl::NotFoundError(StrCat("failed to get original IPPool ", name,
+                                            ": spiderippools.spiderpool.spidernet.io \"", name,
+                                            "\" not found"));
+        }
+      }
+    }
+  }
+
+  return absl::OkStatus();
+}
+
+// Drops the pools a NIC cannot use (PoolFilterReason; none left is an error naming every
+// reason), then orders the rest by PoolPriorityLess.
+absl::Status FilterAndOrderPools(const SelectionRequest& request, const SelectionConfig& config,
+                                 const PoolIndex& index, Selection* sel_out) {
+  Selection& sel = *sel_out;
+  const Annotations& annos = request.pod.annotations;
+  std::map<std::string, absl::StatusOr<std::string>> nad_cache;
+  auto nad_for = [&](const std::string& nic) -> const absl::StatusOr<std::string>& {
+    auto it = nad_cache.find(nic);
+    if (it != nad_cache.end()) return it->second;
+    absl::StatusOr<std::string> nad;
+    if (auto given = request.nad_by_nic.find(nic); given != request.nad_by_nic.end()) {
+      nad = given->second;
+    } else {
+      nad = NetworkForNIC(annos, request.pod.namespace_, nic, config.multus_cluster_network,
+                          config.agent_namespace);
+    }
+    return nad_cache.emplace(nic, std::move(nad)).first->second;
+  };
+  for (NicCandidates& nic : sel.nics) {
+    for (int version : {4, 6}) {
+      std::vector<std::string>& list = version == 4 ? nic.ipv4_pools : nic.ipv6_pools;
+      if (list.empty()) continue;
+      std::vector<const api::SpiderIPPool*> kept;
+      std::vector<std::string> reasons;
+      for (const std::string& name : list) {
+        const api::SpiderIPPool& pool = *index.Get(name);
+        static const absl::StatusOr<std::string> kUnused = std::string();
+        const absl::StatusOr<std::string>& nad =
+            pool.spec.multus_name.empty() ? kUnused : nad_for(nic.if_name);
+        std::string reason = PoolFilterReason(pool, version, request, config, nic.if_name, nad);
+        if (reason.empty()) {
+          kept.push_back(&pool);
+        } else {
+          reasons.push_back(std::move(reason));
+        }
+      }
+      if (kept.empty()) {
+        return absl::FailedPreconditionError(StrCat("no IPPool available, all IPv", version,
+                                                    " IPPools ", GoList(list), " of ", nic.if_name,
+                                                    " filtered out: ", Aggregate(reasons)));
+      }
+      std::stable_sort(kept.begin(), kept.end(),
+                       [](const api::SpiderIPPool* a, const api::SpiderIPPool* b) {
+                         return PoolPriorityLess(*a, *b);
+                       });
+      list.clear();
+      for (const api::SpiderIPPool* p : kept) list.push_back(p->metadata.name);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<Selection> SelectPools(const SelectionRequest& request,
                                       const SelectionConfig& config,
                                       const std::vector<const api::SpiderIPPool*>& pools) {
@@ -684,70 +766,8 @@ absl::StatusOr<Selection> SelectPools(const SelectionRequest& request,
     if (!config.enable_ipv6) nic.ipv6_pools.clear();
   }
 
-  // Precheck: no duplicates, every pool exists.
-  for (const NicCandidates& nic : sel.nics) {
-    for (const std::vector<std::string>* list : {&nic.ipv4_pools, &nic.ipv6_pools}) {
-      std::unordered_set<std::string_view> marks;
-      marks.reserve(list->size());
-      for (const std::string& name : *list) {
-        if (!marks.insert(name).second) {
-          return absl::InvalidArgumentError(StrCat("wrong input, duplicate IPPool ", name,
-                                                   " specified for NIC ", nic.if_name));
-        }
-        if (index.Get(name) == nullptr) {
-          return absl::NotFoundError(StrCat("failed to get original IPPool ", name,
-                                            ": spiderippools.spiderpool.spidernet.io \"", name,
-                                            "\" not found"));
-        }
-      }
-    }
-  }
-
-  // Filter, then order.
-  std::map<std::string, absl::StatusOr<std::string>> nad_cache;
-  auto nad_for = [&](const std::string& nic) -> const absl::StatusOr<std::string>& {
-    auto it = nad_cache.find(nic);
-    if (it != nad_cache.end()) return it->second;
-    absl::StatusOr<std::string> nad;
-    if (auto given = request.nad_by_nic.find(nic); given != request.nad_by_nic.end()) {
-      nad = given->second;
-    } else {
-      nad = NetworkForNIC(annos, request.pod.namespace_, nic, config.multus_cluster_network,
-                          config.agent_namespace);
-    }
-    return nad_cache.emplace(nic, std::move(nad)).first->second;
-  };
-  for (NicCandidates& nic : sel.nics) {
-    for (int version : {4, 6}) {
-      std::vector<std::string>& list = version == 4 ? nic.ipv4_pools : nic.ipv6_pools;
-      if (list.empty()) continue;
-      std::vector<const api::SpiderIPPool*> kept;
-      std::vector<std::string> reasons;
-      for (const std::string& name : list) {
-        const api::SpiderIPPool& pool = *index.Get(name);
-        static const absl::StatusOr<std::string> kUnused = std::string();
-        const absl::StatusOr<std::string>& nad =
-            pool.spec.multus_name.empty() ? kUnused : nad_for(nic.if_name);
-        std::string reason = PoolFilterReason(pool, version, request, config, nic.if_name, nad);
-        if (reason.empty()) {
-          kept.push_back(&pool);
-        } else {
-          reasons.push_back(std::move(reason));
-        }
-      }
-      if (kept.empty()) {
-        return absl::FailedPreconditionError(StrCat("no IPPool available, all IPv", version,
-                                                    " IPPools ", GoList(list), " of ", nic.if_name,
-                                                    " filtered out: ", Aggregate(reasons)));
-      }
-      std::stable_sort(kept.begin(), kept.end(),
-                       [](const api::SpiderIPPool* a, const api::SpiderIPPool* b) {
-                         return PoolPriorityLess(*a, *b);
-                       });
-      list.clear();
-      for (const api::SpiderIPPool* p : kept) list.push_back(p->metadata.name);
-    }
-  }
+  SP_RETURN_IF_ERROR(PrecheckPools(sel, index));
+  SP_RETURN_IF_ERROR(FilterAndOrderPools(request, config, index, &sel));
   return sel;
 }
 
