@@ -51,8 +51,12 @@ void CheckInvariants(const IfacerConf& c) {
     ASSERT_LE(c.bond->mode, kMaxBondMode);
   }
   Action a = ActionFor(c);
-  if (a == Action::kVlan) ASSERT_LE(VlanName(c.interfaces[0], c.vlan_id).size(), 15u);
-  if (a == Action::kBondVlan) ASSERT_LE(VlanName(c.bond->name, c.vlan_id).size(), 15u);
+  if (a == Action::kVlan) {
+    ASSERT_LE(VlanName(c.interfaces[0], c.vlan_id).size(), 15u);
+  }
+  if (a == Action::kBondVlan) {
+    ASSERT_LE(VlanName(c.bond->name, c.vlan_id).size(), 15u);
+  }
   if (c.prev_result.has_value()) {
     (void)cni::ValidatePrevResult(*c.prev_result, c.cni_version.empty() ? "1.0.0" : c.cni_version);
     auto out = base::ParseJson(AddResult(c.prev_result, "1.0.0"));
@@ -124,13 +128,19 @@ TEST(IfacerFuzz, BondOptionsNeverCrash) {
     for (const BondOption& b : *o) {
       ASSERT_FALSE(b.key.empty());
       ASSERT_GT(b.attr, 0);
-      if (b.kind == BondOption::Kind::kU8) ASSERT_LE(b.number, 0xffu);
-      if (b.kind == BondOption::Kind::kU16) ASSERT_LE(b.number, 0xffffu);
+      if (b.kind == BondOption::Kind::kU8) {
+        ASSERT_LE(b.number, 0xffu);
+      }
+      if (b.kind == BondOption::Kind::kU16) {
+        ASSERT_LE(b.number, 0xffffu);
+      }
       if (b.kind == BondOption::Kind::kIPv4List) {
         ASSERT_FALSE(b.ipv4.empty());
         ASSERT_LE(b.ipv4.size(), kMaxArpIPTargets);
       }
-      if (b.kind == BondOption::Kind::kLinkName) ASSERT_FALSE(InvalidLinkName(b.link_name));
+      if (b.kind == BondOption::Kind::kLinkName) {
+        ASSERT_FALSE(InvalidLinkName(b.link_name));
+      }
     }
   }
   EXPECT_GT(parsed, 0);
