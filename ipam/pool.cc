@@ -9,6 +9,15 @@
 namespace spiderpool::ipam {
 namespace {
 
+// The record of `request`'s pod (optional fields only when set).
+api::PoolIPAllocation PodRecord(const AllocationRequest& request) {
+  api::PoolIPAllocation rec{.pod = request.pod, .pod_uid = request.pod_uid};
+  if (!request.node.empty()) rec.node = request.node;
+  if (!request.container_id.empty()) rec.container_id = request.container_id;
+  if (!request.interface_.empty()) rec.interface_ = request.interface_;
+  return rec;
+}
+
 using base::IPAddress;
 using base::IPFamily;
 using base::IPRange;
@@ -181,11 +190,7 @@ absl::StatusOr<PoolAllocation> PoolState::Allocate(const AllocationRequest& requ
                options_.max_allocated_ips, ") for IPPool ", name_, " exceeded"));
   }
   std::optional<IPAddress> ip = allocator_.AllocateLowest();
-  api::PoolIPAllocation rec{.pod = request.pod, .pod_uid = request.pod_uid};
-  if (!request.node.empty()) rec.node = request.node;
-  if (!request.container_id.empty()) rec.container_id = request.container_id;
-  if (!request.interface_.empty()) rec.interface_ = request.interface_;
-  AddRecord(*ip, std::move(rec));
+  AddRecord(*ip, PodRecord(request));
   return PoolAllocation{.ip = *ip, .reused = false};
 }
 
@@ -311,11 +316,7 @@ absl::Status PoolState::AssignReserved(const IPAddress& ip, std::string_view nod
   }
   RemoveRecord(it);
   allocator_.Allocate(ip);
-  api::PoolIPAllocation rec{.pod = request.pod, .pod_uid = request.pod_uid};
-  if (!request.node.empty()) rec.node = request.node;
-  if (!request.container_id.empty()) rec.container_id = request.container_id;
-  if (!request.interface_.empty()) rec.interface_ = request.interface_;
-  AddRecord(ip, std::move(rec));
+  AddRecord(ip, PodRecord(request));
   return absl::OkStatus();
 }
 
@@ -333,11 +334,7 @@ absl::Status PoolState::AssignFree(const IPAddress& ip, const AllocationRequest&
                options_.max_allocated_ips, ")"));
   }
   allocator_.Allocate(ip);
-  api::PoolIPAllocation rec{.pod = request.pod, .pod_uid = request.pod_uid};
-  if (!request.node.empty()) rec.node = request.node;
-  if (!request.container_id.empty()) rec.container_id = request.container_id;
-  if (!request.interface_.empty()) rec.interface_ = request.interface_;
-  AddRecord(ip, std::move(rec));
+  AddRecord(ip, PodRecord(request));
   return absl::OkStatus();
 }
 
