@@ -209,9 +209,7 @@ void NodeBlocks::AddReserved(const std::string& pool, const std::vector<base::IP
     // reservation, the later one calls this after the keeper moved it to `releasing`). Handing
     // it out would let the give-back unreserve an IP a pod holds: a duplicate IP. If the pool
     // still shows it ours after the give-back, a later TopUp adopts it.
-    if (b.releasing.count(ip) || b.assigned.count(ip)) {
-      continue;
-    }
+    if (b.releasing.count(ip) || b.assigned.count(ip)) continue;
     if (b.free.insert(ip).second) ++stats_.reserved;
   }
   wake_.SignalAll();
@@ -521,7 +519,6 @@ absl::Status NodeBlocks::Sync(const std::string& pool, SyncWhat what, absl::Time
   }
   return absl::OkStatus();
 }
-
 
 absl::Duration NodeBlocks::YieldPause() {
   return absl::Milliseconds(std::uniform_int_distribution<int>(20, 200)(rng_));

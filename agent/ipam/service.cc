@@ -20,13 +20,6 @@ namespace {
 
 std::string Key(std::string_view ns, std::string_view name) { return base::StrCat(ns, "/", name); }
 
-const api::OwnerReference* ControllerOf(const api::ObjectMeta& meta) {
-  for (const api::OwnerReference& ref : meta.owner_references) {
-    if (ref.controller.value_or(false)) return &ref;
-  }
-  return nullptr;
-}
-
 // The StatefulSet ordinal of `pod_name` ("web-3" -> 3), if the name has the sts shape.
 std::optional<int64_t> Ordinal(std::string_view pod_name, std::string_view sts_name) {
   if (pod_name.size() <= sts_name.size() + 1 || pod_name.substr(0, sts_name.size()) != sts_name ||
@@ -280,7 +273,7 @@ absl::StatusOr<std::shared_ptr<const api::Pod>> IpamService::LivePod(const std::
 absl::StatusOr<sp::PodOwner> IpamService::ResolveOwner(const api::Pod& pod) {
   sp::PodOwner owner{.api_version = "v1", .kind = "Pod", .namespace_ = pod.metadata.namespace_,
                      .name = pod.metadata.name, .uid = pod.metadata.uid};
-  const api::OwnerReference* ref = ControllerOf(pod.metadata);
+  const api::OwnerReference* ref = pod.metadata.ControllerRef();
   if (ref == nullptr) return owner;
   owner = {.api_version = ref->api_version, .kind = ref->kind,
            .namespace_ = pod.metadata.namespace_, .name = ref->name, .uid = ref->uid};
@@ -305,7 +298,7 @@ absl::StatusOr<sp::PodOwner> IpamService::ResolveOwner(const api::Pod& pod) {
       api::DecodeErrors errs;
       api::ObjectMeta meta =
           api::DecodeInto<api::ObjectMeta>((*obj).value("metadata", base::Json::object()), &errs);
-      if (const api::OwnerReference* top = ControllerOf(meta); top != nullptr) {
+      if (const api::OwnerReference* top = meta.ControllerRef(); top != nullptr) {
         owner = {.api_version = top->api_version, .kind = top->kind,
                  .namespace_ = pod.metadata.namespace_, .name = top->name, .uid = top->uid};
         absl::MutexLock lock(&owners_mu_);
@@ -536,43 +529,6 @@ absl::StatusOr<bool> IpamService::ValidStatefulSetPod(const std::string& ns,
   return *ordinal >= start && *ordinal < start + replicas;
 }
 
-// ---- KubeVirt (reference §2.6) ---------------------------------------------------------------
-
-bool IpamService::KubevirtStaticIP(const sp::PodOwner& owner) const {
-  return options_.config.enable_kubevirt_static_ip &&
-         api::kubevirt::IsVMIOwner(owner.api_version, owner.kind);
-}
-
-std::string IpamService::EndpointName(const api::Pod& pod, const sp::PodOwner& owner) const {
-  return KubevirtStaticIP(owner) ? owner.name : pod.metadata.name;
-}
-
-bool IpamService::ConflictDetectionFor(const api::Pod& pod, const sp::PodOwner& owner) {
-  if (!options_.config.enable_ip_conflict_detection) return false;
-  if (!KubevirtStaticIP(owner)) return true;
-  auto job = pod.metadata.annotations.find(std::string(api::kubevirt::kAnnotationMigrationJobName));
-  if (job == pod.metadata.annotations.end() || job->second.empty()) return true;
-  // The target pod of a live migration: until the switch-over the source pod answers for
-  // this very IP, so a probe would always find a "conflict".
-  absl::StatusOr<base::Json> vmim = kube::DynamicClient(rest_, api::kubevirt::VMIMResource())
-                                        .Get(pod.metadata.namespace_, job->second);
-  if (vmim.ok()) return false;
-  if (!kube::IsNotFound(vmim.status())) {
-    SP_LOG(Warning).Msg("cannot read the VM's migration; IP conflict detection stays on")
-        .KV("pod", Key(pod.metadata.namespace_, pod.metadata.name)).KV("migration", job->second)
-        .KV("error", vmim.status().ToString());
-  }
-  return true;
-}
-
-absl::StatusOr<bool> IpamService::VMWantsItsIPs(const std::string& ns, const std::string& vmi) {
-  absl::StatusOr<bool> wants = api::kubevirt::VMWantsItsIPs([&](const api::ResourceInfo& r) {
-    return kube::DynamicClient(rest_, r).GetMetadata(ns, vmi);
-  });
-  if (!wants.ok()) return base::Annotate(wants.status(), base::StrCat("KubeVirt VM ", Key(ns, vmi)));
-  return wants;
-}
-
 IpamService::UidRecords IpamService::CachedRecordsOf(const std::string& uid) const {
   UidRecords out;
   for (const auto& p : pool_informer_.store().List()) {
@@ -587,29 +543,6 @@ IpamService::UidRecords IpamService::CachedRecordsOf(const std::string& uid) con
     if (holds) out.pools.push_back(p->metadata.name);
   }
   return out;
-}
-
-std::optional<std::string> IpamService::VMIOfPod(const std::string& ns, const std::string& pod_name,
-                                                 const std::string& uid,
-                                                 const UidRecords& records) const {
-  // The pod, while the cache has it (the kubelet's DEL usually comes before the pod goes).
-  std::shared_ptr<const api::Pod> pod = CachedPod(ns, pod_name);
-  if (pod != nullptr && pod->metadata.uid == uid) {
-    const api::OwnerReference* ref = ControllerOf(pod->metadata);
-    if (ref == nullptr || !api::kubevirt::IsVMIOwner(ref->api_version, ref->kind)) {
-      return std::nullopt;
-    }
-    return ref->name;
-  }
-  // The pod is gone: the pool records of its UID name the VMI ("ns/vmi", not "ns/pod").
-  const std::string pod_key = Key(ns, pod_name);
-  for (const std::string& owner : records.owners) {
-    const size_t slash = owner.find('/');
-    if (owner != pod_key && slash != std::string::npos && owner.substr(0, slash) == ns) {
-      return owner.substr(slash + 1);
-    }
-  }
-  return std::nullopt;
 }
 
 // ---- wire -----------------------------------------------------------------------------------
