@@ -1,6 +1,7 @@
 #include "kube/rest/rest_client.h"
 
 #include <arpa/inet.h>
+#include <poll.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
@@ -193,6 +194,7 @@ class RestClient::Impl {
   std::atomic<uint64_t> retries{0};
   std::atomic<uint64_t> throttled{0};
   std::atomic<uint64_t> connections{0};
+  std::atomic<uint64_t> dropped_idle{0};
   std::atomic<uint64_t> token_reads{0};
 
   static std::chrono::microseconds ToMicros(absl::Duration d) {
@@ -246,18 +248,45 @@ class RestClient::Impl {
 
   // A pooled client (its keep-alive connection may have gone stale: *reused says so) or a
   // new one.
-  absl::StatusOr<std::unique_ptr<httplib::ClientImpl>> Acquire(bool* reused) {
-    {
-      std::lock_guard<std::mutex> lock(pool_mu);
-      if (!idle.empty()) {
-        std::unique_ptr<httplib::ClientImpl> cli = std::move(idle.back());
+  // True if the server has closed this idle keep-alive connection (or sent anything on it:
+  // an idle HTTP/1.1 connection has nothing to read), as urllib3's is_connection_dropped
+  // checks before reuse. A request sent on it would be lost: a POST could not be resent.
+  static bool Dropped(const httplib::ClientImpl& cli) {
+    const int fd = static_cast<int>(cli.socket());
+    if (fd < 0) return false;  // not open: httplib connects anew
+    pollfd p{.fd = fd, .events = POLLIN | POLLRDHUP, .revents = 0};
+    return ::poll(&p, 1, 0) != 0;
+  }
+
+  // An idle keep-alive connection that is still open, if there is one (`fresh`: never; after
+  // a kept-alive one failed).
+  absl::StatusOr<std::unique_ptr<httplib::ClientImpl>> Acquire(bool* reused, bool fresh = false) {
+    while (!fresh) {
+      std::unique_ptr<httplib::ClientImpl> cli;
+      {
+        std::lock_guard<std::mutex> lock(pool_mu);
+        if (idle.empty()) break;
+        cli = std::move(idle.back());
         idle.pop_back();
-        *reused = true;
-        return cli;
       }
+      if (Dropped(*cli)) {
+        dropped_idle.fetch_add(1);
+        continue;  // closed outside the lock
+      }
+      *reused = true;
+      return cli;
     }
     *reused = false;
     return NewClient(config.timeout, /*keep_alive=*/true);
+  }
+
+  // Drops every idle connection: one of them turned out closed by the server, and the others
+  // are as old (a restarted or failed-over API server closes them all; Go's transport notices
+  // each on its own read loop, we do not watch idle sockets).
+  void DropIdle() {
+    std::vector<std::unique_ptr<httplib::ClientImpl>> dropped;
+    std::lock_guard<std::mutex> lock(pool_mu);
+    dropped.swap(idle);
   }
 
   void Release(std::unique_ptr<httplib::ClientImpl> cli) {
@@ -346,7 +375,7 @@ class RestClient::Impl {
     return a;
   }
 
-  absl::Status TransportError(const Attempt& a, const Request& r) const {
+  absl::Status TransportError(const Attempt& a, const Request& r, bool reused) const {
     std::string where = base::StrCat(r.method, " ", config.server, r.path);
     if (a.error == httplib::Error::Canceled) {
       return absl::CancelledError(base::StrCat(where, ": cancelled"));
@@ -362,7 +391,9 @@ class RestClient::Impl {
           base::StrCat(where, ": TLS verification of the server certificate failed: ",
                        X509_verify_cert_error_string(a.verify_error)));
     }
-    return absl::UnavailableError(base::StrCat(where, ": ", httplib::to_string(a.error)));
+    return absl::UnavailableError(base::StrCat(where, ": ", httplib::to_string(a.error),
+                                               reused ? " (kept-alive connection)"
+                                                      : " (new connection)"));
   }
 };
 
@@ -427,12 +458,14 @@ RestClientStats RestClient::stats() const {
   s.throttled = impl_->throttled.load();
   s.connections = impl_->connections.load();
   s.token_reads = impl_->token_reads.load();
+  s.dropped_idle = impl_->dropped_idle.load();
   return s;
 }
 
 absl::StatusOr<Response> RestClient::DoRaw(const Request& request) {
   base::Clock& clock = config_.GetClock();
   bool refreshed_token = false;
+  bool fresh = false;  // resending after a kept-alive connection turned out closed
   for (int attempt = 0;; ++attempt) {
     if (attempt > 0) impl_->retries.fetch_add(1);
     absl::Duration wait = limiter_.Reserve();
@@ -445,7 +478,7 @@ absl::StatusOr<Response> RestClient::DoRaw(const Request& request) {
     std::string token = impl_->tokens.Get(/*force=*/false, &impl_->token_reads);
     httplib::Request hreq = impl_->BuildRequest(request, token);
     bool reused = false;
-    SP_ASSIGN_OR_RETURN(std::unique_ptr<httplib::ClientImpl> cli, impl_->Acquire(&reused));
+    SP_ASSIGN_OR_RETURN(std::unique_ptr<httplib::ClientImpl> cli, impl_->Acquire(&reused, fresh));
     Attempt a = impl_->Send(*cli, hreq, request.stop, config_.timeout);
     if (!a.ok()) {
       // The connection is in an unknown state: do not reuse it.
@@ -453,15 +486,22 @@ absl::StatusOr<Response> RestClient::DoRaw(const Request& request) {
       // A kept-alive connection the server closed meanwhile (Go's net/http rule): if the
       // request could not even be written, the server never saw it and ANY method is safe to
       // resend at once on a fresh connection; if the answer could not be read, only a GET is.
-      // Other transport failures are the caller's to retry.
+      // The other idle connections are as old: dropped, and the resend opens a new one (else
+      // after an API server restart each request would try every dead idle connection in
+      // turn). Other transport failures are the caller's to retry.
       const bool not_sent = a.error == httplib::Error::Write;
       const bool no_answer = a.error == httplib::Error::Read && request.method == "GET";
       if (reused && (not_sent || no_answer) && !a.timed_out && attempt < config_.max_retries) {
+        impl_->DropIdle();
+        fresh = true;
         SP_VLOG(1).Msg("resending on a fresh connection").KV("method", request.method)
             .KV("path", request.path);
         continue;
       }
-      return impl_->TransportError(a, request);
+      if (reused && (a.error == httplib::Error::Write || a.error == httplib::Error::Read)) {
+        impl_->DropIdle();
+      }
+      return impl_->TransportError(a, request, reused);
     }
     impl_->Release(std::move(cli));
     if (a.code == 401 && impl_->tokens.from_file() && !refreshed_token) {
@@ -576,7 +616,7 @@ absl::Status RestClient::Watch(std::string_view path, const WatchOptions& option
     if (callback_stopped) return absl::OkStatus();
     if (code == 0 || (code == 200 && !a.ok())) {
       if (a.ok()) a.error = httplib::Error::Unknown;
-      return impl_->TransportError(a, request);
+      return impl_->TransportError(a, request, /*reused=*/false);
     }
     if (code != 200) {
       a.code = code;

@@ -9,7 +9,8 @@
 // bearer token (re-read from Config::bearer_token_file as it rotates, and once more after a
 // 401), and is retried when the server answers 429 or 5xx WITH a Retry-After header (at most
 // Config::max_retries times, waiting as told; client-go's rule). A GET whose pooled keep-alive
-// connection turns out to be closed is resent once on a fresh connection; other transport
+// connection turns out to be closed is resent once on a fresh connection (and the other idle
+// connections dropped; an idle connection the server has closed is never reused); other transport
 // failures are returned (client-go also retries GETs on fresh-connection resets, 1s apart; we
 // leave that to the caller's backoff). Non-2xx answers become errors (see errors.h).
 //
@@ -73,6 +74,7 @@ struct RestClientStats {
   uint64_t throttled = 0;     // requests that had to wait for the rate limiter
   uint64_t connections = 0;   // TCP/TLS connections opened (pool misses + watches)
   uint64_t token_reads = 0;   // bearer token file reads
+  uint64_t dropped_idle = 0;  // idle keep-alive connections found closed by the server
 };
 
 class RestClient {

@@ -323,6 +323,45 @@ TEST(RestIntegrationTest, TooManyRequestsIsRetriedAfterRetryAfter) {
   EXPECT_GE(clock.Now() - start, absl::Seconds(6));
 }
 
+// An API server restart closes every kept-alive connection. The client must not send a write
+// on one of them: its answer would be lost (a Read error), and a POST cannot be resent.
+TEST(RestIntegrationTest, WritesAfterTheServerClosedIdleConnectionsGoOnNewOnes) {
+  auto cluster = StartCluster();
+  ASSERT_NE(cluster, nullptr);
+  if (cluster->loopback() == nullptr) GTEST_SKIP() << "needs fault injection";
+  Config config = cluster->config();
+  config.qps = -1;
+  absl::StatusOr<std::shared_ptr<RestClient>> rest = RestClient::Create(config);
+  ASSERT_TRUE(rest.ok());
+  Client<api::ConfigMap> cms(*rest);
+  // Several idle keep-alive connections: requests in parallel, each on its own.
+  cluster->loopback()->InjectDelay(absl::Milliseconds(200), {.verb = "create", .resource = "configmaps"});
+  {
+    std::vector<std::future<absl::Status>> creates;
+    for (int i = 0; i < 4; ++i) {
+      creates.push_back(std::async(std::launch::async, [&, i] {
+        return cms.Create(MakeConfigMap(cluster->ns(), base::StrCat("idle-", i), "1")).status();
+      }));
+    }
+    for (auto& c : creates) ASSERT_TRUE(c.get().ok());
+  }
+  cluster->loopback()->InjectDelay(absl::ZeroDuration(), {.verb = "create", .resource = "configmaps"});
+  const RestClientStats before = (*rest)->stats();
+  ASSERT_GE(before.connections, 2u);
+  ASSERT_GE(cluster->loopback()->CutConnections(), 2);
+  absl::SleepFor(absl::Milliseconds(50));  // the FINs arrive
+
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<api::ConfigMap> created =
+        cms.Create(MakeConfigMap(cluster->ns(), base::StrCat("after-cut-", i), "2"));
+    ASSERT_TRUE(created.ok()) << created.status();
+  }
+  const RestClientStats after = (*rest)->stats();
+  EXPECT_EQ(after.retries, before.retries);  // no failed attempt at all
+  EXPECT_GE(after.dropped_idle - before.dropped_idle, 2u);
+  EXPECT_EQ(after.connections, before.connections + 1);  // one new connection, kept alive
+}
+
 TEST(RestIntegrationTest, ServerErrorsSurfaceAfterBoundedRetries) {
   auto cluster = StartCluster();
   ASSERT_NE(cluster, nullptr);

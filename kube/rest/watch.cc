@@ -1,5 +1,7 @@
 #include "kube/rest/watch.h"
 
+#include <algorithm>
+
 #include "base/strings.h"
 
 namespace spiderpool::kube {
@@ -68,8 +70,13 @@ absl::Status JsonObjectFramer::Feed(std::string_view data, std::vector<std::stri
       return error_;
     }
     if (done) {
+      // The next object is likely as big as this one (the same kind, often the same object):
+      // reserve that much at once instead of growing the buffer by doubling, every step a
+      // copy (and, for big objects, a fresh mapping to unmap).
+      const size_t hint = std::min(buffer_.size(), max_object_bytes_);
       objects->push_back(std::move(buffer_));
-      buffer_.clear();
+      buffer_ = std::string();
+      buffer_.reserve(hint);
       in_object_ = false;
     }
   }
@@ -77,6 +84,10 @@ absl::Status JsonObjectFramer::Feed(std::string_view data, std::vector<std::stri
 }
 
 absl::StatusOr<WatchEvent> DecodeWatchEvent(const base::Json& event) {
+  return DecodeWatchEvent(base::Json(event));
+}
+
+absl::StatusOr<WatchEvent> DecodeWatchEvent(base::Json&& event) {
   if (!event.is_object()) return absl::DataLossError("watch event: not an object");
   auto type = event.find("type");
   if (type == event.end() || !type->is_string()) {
@@ -102,7 +113,7 @@ absl::StatusOr<WatchEvent> DecodeWatchEvent(const base::Json& event) {
     std::string shown = t.substr(0, 32);
     return absl::DataLossError(base::StrCat("watch event: unknown type \"", shown, "\""));
   }
-  out.object = *object;
+  out.object = std::move(*object);  // a pool's object can be hundreds of KB: no copy
   return out;
 }
 
@@ -112,7 +123,7 @@ absl::StatusOr<WatchEvent> DecodeWatchEvent(std::string_view text) {
     return absl::DataLossError(
         base::StrCat("watch event: ", base::FromAbsl(j.status().message())));
   }
-  return DecodeWatchEvent(*j);
+  return DecodeWatchEvent(*std::move(j));
 }
 
 absl::Status WatchStreamDecoder::Feed(std::string_view data, std::vector<WatchEvent>* events) {

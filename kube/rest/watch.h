@@ -62,6 +62,7 @@ class JsonObjectFramer {
 
 // Decodes one event object. Unknown event types and events without an object are errors.
 absl::StatusOr<WatchEvent> DecodeWatchEvent(const base::Json& event);
+absl::StatusOr<WatchEvent> DecodeWatchEvent(base::Json&& event);  // moves the object out
 absl::StatusOr<WatchEvent> DecodeWatchEvent(std::string_view text);
 
 // Framer + DecodeWatchEvent.
