@@ -9,6 +9,7 @@
 //   {"nodes":10,"pods":1000,"add":{"wave_s":..,"p50_ms":..,"p90_ms":..,"p99_ms":..,
 //    "max_ms":..,"failures":0},"all_pods_have_ip_s":..,"del":{...},"left_allocated":0,
 //    "left_allocated_after_s":..,"api_requests_per_pod":..,"agent_peak_rss_mb":..,
+//    "cpu_add_s"/"cpu_del_s":{"bench_and_api_server","agents","controller","plugins"},
 //    "controller_peak_rss_mb":..,"slice_writes":{...},...}
 //
 //   bazel run -c opt //bench:ipam_e2e -- [--nodes=10] [--pods-per-node=100] [--workers-per-node=8]
@@ -75,6 +76,20 @@ int64_t PeakRssKb(pid_t pid) {
     if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6));
   }
   return -1;
+}
+
+// CPU seconds (user + system) a process has used so far, from /proc/PID/stat; 0 if gone.
+double ProcCpuSeconds(pid_t pid) {
+  const std::string stat = ReadFile(base::StrCat("/proc/", pid, "/stat"));
+  const size_t paren = stat.rfind(')');  // the command name may hold spaces
+  if (paren == std::string::npos) return 0;
+  std::istringstream in(stat.substr(paren + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && in >> field; ++i) {  // fields 14 and 15: utime, stime
+    if (i >= 14) ticks += std::stod(field);
+  }
+  return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
 // The sum of a counter over an agent's /metrics.
@@ -496,12 +511,29 @@ int main(int argc, char** argv) {
     return absl::ToDoubleSeconds(absl::Now() - start);
   };
 
+  // Where the CPU of a wave goes: this process (the API server and the bench's own exec
+  // calls), the agents, the controller, and the plugin processes (reaped children).
+  auto cpu_now = [&] {
+    double agents_s = 0;
+    for (const Agent& a : agents) agents_s += ProcCpuSeconds(a.process->pid());
+    return base::Json{{"bench_and_api_server", CpuSeconds(RUSAGE_SELF)},
+                      {"agents", agents_s},
+                      {"controller", controller ? ProcCpuSeconds(controller->pid()) : 0.0},
+                      {"plugins", CpuSeconds(RUSAGE_CHILDREN)}};
+  };
+  auto cpu_since = [&](const base::Json& before) {
+    base::Json now = cpu_now();
+    for (auto& [k, v] : now.items()) v = v.get<double>() - before[k].get<double>();
+    return now;
+  };
   const auto requests_before_add = c.loopback()->request_counts();
+  const base::Json cpu_at_add = cpu_now();
   const double cpu_before_add = CpuSeconds(RUSAGE_SELF);
   const double add_wave_from_s = absl::ToDoubleSeconds(absl::Now() - epoch);
   const double total_add_s = wave("ADD", &add_ms, &add_failures);
   const double add_wave_to_s = absl::ToDoubleSeconds(absl::Now() - epoch);
   const double bench_cpu_add_s = CpuSeconds(RUSAGE_SELF) - cpu_before_add;
+  const base::Json cpu_add_s = cpu_since(cpu_at_add);
   const auto requests_after_add = c.loopback()->request_counts();
   // The ADDs that took longest: which pod of its node each was (the first concurrent batch of
   // each node is pods 0..workers-1).
@@ -558,7 +590,9 @@ int main(int argc, char** argv) {
 
   std::vector<double> del_ms(pods, 0);
   std::atomic<int> del_failures{0};
+  const base::Json cpu_at_del = cpu_now();
   const double total_del_s = wave("DEL", &del_ms, &del_failures);
+  const base::Json cpu_del_s = cpu_since(cpu_at_del);
   const auto requests_after_del = c.loopback()->request_counts();
   // Pod records left after the DEL wave: polled until none or 5 s (DEL may return before the
   // pool write; the background flush must empty the pool soon after).
@@ -633,6 +667,8 @@ int main(int argc, char** argv) {
       {"api_writes_per_pod_add",
        static_cast<double>(requests_after_add.writes() - requests_before_add.writes()) / pods},
       {"bench_process_cpu_add_s", bench_cpu_add_s},
+      {"cpu_add_s", cpu_add_s},
+      {"cpu_del_s", cpu_del_s},
       {"wall_ms_per_add", total_add_s * 1000.0 / pods},
       {"pool_status_writes", pool_writes},
       {"conflicts", conflicts},

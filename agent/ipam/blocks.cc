@@ -180,7 +180,7 @@ void NodeBlocks::TopUp(const std::string& pool, sp::PoolState& state,
   // out in one write per node instead of ever smaller halves; unknown: a fair part.
   const int64_t fair = std::min(free / (2 * nodes), options_.max_block);
   const int64_t waiting = WaitingLocked(b, allocating_uid);
-  const int64_t demand = std::min({waiting, options_.max_block, free});
+  const int64_t demand = std::min({waiting, options_.max_block * kDemandBlocks, free});
   const bool prewarm = !b.prewarm_done && b.prewarm_at != absl::InfiniteFuture();
   // A prewarm reserves what the waiting pods need (one kubelet batch at most when none is
   // known), not a fair part of the pool: it holds the block longer than an ADD's top-up.

@@ -11,7 +11,8 @@
 //   1. When the agent writes a pool anyway (an ADD found no reserved IP), the same write also
 //      reserves a few more IPs for this node: records {"pod":"","podUid":"","node":"<node>"}.
 //      How many: what the pods scheduled to this node and still waiting for their ADD need
-//      (Hooks::waiting_pods), capped at `max_block` and at the pool's unreserved free IPs; at
+//      (Hooks::waiting_pods), capped at kDemandBlocks x `max_block` (one write for a whole
+//      Deployment's pods on the node) and at the pool's unreserved free IPs; at
 //      least half of those free IPs shared among the reserving nodes (capped at `max_block`)
 //      when the demand is not known. None when the pool is full (then every IP goes straight
 //      to a pod, as before). While pods keep starting and the block is half used, the
@@ -108,7 +109,7 @@ inline constexpr char kAnnotationReservationsWanted[] =
 struct BlockOptions {
   int64_t max_block = 16;  // 0: off (every IP is written to the pool before the ADD returns)
   absl::Duration flush_after = absl::Milliseconds(300);
-  absl::Duration max_flush_delay = absl::Seconds(3);
+  absl::Duration max_flush_delay = absl::Seconds(10);
   absl::Duration idle_release = absl::Seconds(2);
   absl::Duration tight_idle_release = absl::Milliseconds(100);
   absl::Duration prewarm_stagger = absl::Seconds(1);
@@ -265,6 +266,9 @@ class NodeBlocks {
   void PlanPrewarm(const std::vector<std::string>& pools) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The size of a prewarmed block when no pod waits on this node yet: one kubelet batch.
   static constexpr int64_t kPrewarmWithoutDemand = 8;
+  // Pods known to be waiting on this node get their IPs reserved in one write, up to this many
+  // blocks (`max_block` each): a Deployment landing 100 pods on a node costs one write, not two.
+  static constexpr int64_t kDemandBlocks = 4;
   // Background writes that lost a 409 race step back this many times in a row, then retry at
   // once like an ADD's write (so that a busy pool cannot starve them).
   static constexpr int kMaxYields = 3;
