@@ -11,6 +11,8 @@
 // mutation is a pure function of the state, so re-running is safe); on 429 / 5xx / timeouts it
 // backs off and retries; each mutation has its own deadline and fails alone when it passes.
 // A mutation that fails (pool full, disabled) fails alone and must leave the state unchanged.
+// One that fails with FailedPrecondition on a cache's copy (a record it needs is not there yet)
+// is first re-applied, with its batch, to a fresh read.
 //
 // Correctness does not rest on this queue: the API server's resourceVersion check is what makes
 // two agents (or the controller's GC) unable to hand out the same IP. The queue only turns N
@@ -246,6 +248,7 @@ class GroupCommitter {
     int conflicts_in_a_row = 0;
     int conflicts = 0;
     int attempts = 0;
+    bool current_is_fresh = false;  // `current` is a GET of this batch, not a cache's copy
     const absl::Time started = clock_->Now();
     absl::Cleanup slow = [&] {
       const absl::Duration took = clock_->Now() - started;
@@ -297,6 +300,7 @@ class GroupCommitter {
           return;
         }
         current = std::move(*fresh);
+        current_is_fresh = true;
       }
 
       absl::StatusOr<State> state = hooks_.load(*current);
@@ -308,6 +312,17 @@ class GroupCommitter {
       std::vector<absl::Status> results(batch.size());
       for (size_t i = 0; i < batch.size(); ++i) {
         if (batch[i] != nullptr) results[i] = batch[i]->mutation(*state);
+      }
+      // A mutation that finds the pool not as it expects (FailedPrecondition: e.g. another
+      // node's record it moves, written a moment ago) may have seen a lagging cache: once, the
+      // batch is re-applied to a fresh read before anything fails.
+      if (!current_is_fresh &&
+          std::any_of(results.begin(), results.end(), [](const absl::Status& r) {
+            return absl::IsFailedPrecondition(r);
+          })) {
+        current.reset();
+        AdoptQueued(slot, batch);
+        continue;
       }
       if (!hooks_.dirty(*state)) {
         slot->last = std::move(current);
@@ -345,6 +360,7 @@ class GroupCommitter {
         std::optional<api::SpiderIPPool> newer;
         if (hooks_.newer) newer = hooks_.newer(name, current->metadata.resource_version);
         current = std::move(newer);  // nullopt: the next attempt reads the store
+        current_is_fresh = false;
         continue;
       }
       if (kube::IsNotFound(written.status())) {

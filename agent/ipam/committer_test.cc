@@ -297,5 +297,57 @@ TEST_F(CommitterTest, GivesUpAtTheDeadlineWithTheLastError) {
   EXPECT_TRUE(Records().empty()) << "a timed-out allocation must leave no record";
 }
 
+// A mutation that needs a record another agent wrote a moment ago (a KubeVirt live migration
+// moves the VM's records to the target node) must not fail on a cache that lags behind: it is
+// re-applied to a fresh read once. A precondition that fails on the fresh read fails.
+TEST_F(CommitterTest, AFailedPreconditionOnACachedCopyIsRetriedOnAFreshRead) {
+  // The copy a lagging informer still holds: before the record was written.
+  auto before = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", pool_name_);
+  ASSERT_TRUE(before.ok()) << before.status();
+  {
+    KubePoolStore store(cluster_->rest());
+    GroupCommitter<Book> other(&store, BookHooks());
+    std::string ip;
+    ASSERT_TRUE(other.Run(pool_name_, Allocate("vm-pod-a", 5, &ip), absl::Now() + absl::Seconds(10)).ok());
+    ASSERT_EQ(ip, "10.9.0.1");
+  }
+  class CountingStore : public KubePoolStore {
+   public:
+    using KubePoolStore::KubePoolStore;
+    absl::StatusOr<api::SpiderIPPool> Get(const std::string& name) override {
+      ++gets;
+      return KubePoolStore::Get(name);
+    }
+    std::atomic<int> gets{0};
+  };
+  CountingStore store(cluster_->rest());
+  GroupCommitter<Book>::Hooks hooks = BookHooks();
+  hooks.cached = [&](const std::string&) -> std::optional<api::SpiderIPPool> { return *before; };
+  GroupCommitter<Book> committer(&store, hooks);
+  // Moves the record of `from` to `to`; FailedPrecondition if the pool has no record of `from`.
+  auto move = [](std::string from, std::string to) {
+    return [from, to](Book& book) -> absl::Status {
+      for (auto& [ip, rec] : book.records) {
+        if (rec.pod_uid != from) continue;
+        rec = api::PoolIPAllocation{.pod = "ns/" + to, .pod_uid = to};
+        book.dirty = true;
+        return absl::OkStatus();
+      }
+      return absl::FailedPreconditionError("no record of " + from);
+    };
+  };
+  absl::Status s = committer.Run(pool_name_, move("vm-pod-a", "vm-pod-b"), absl::Now() + absl::Seconds(10));
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_EQ(store.gets.load(), 1);
+  api::PoolIPAllocations records = Records();
+  ASSERT_EQ(records.count("10.9.0.1"), 1u);
+  EXPECT_EQ(records["10.9.0.1"].pod_uid, "vm-pod-b");
+
+  store.gets = 0;
+  s = committer.Run(pool_name_, move("nobody", "vm-pod-c"), absl::Now() + absl::Seconds(10));
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_EQ(store.gets.load(), 1) << "one fresh read, then the mutation's own error";
+}
+
 }  // namespace
 }  // namespace spiderpool::agent::ipam
