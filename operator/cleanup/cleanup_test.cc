@@ -9,6 +9,7 @@
 #include <chrono>
 #include <thread>
 
+#include "api/admissionregistration.h"
 #include "api/apps.h"
 #include "api/core.h"
 #include "api/spider.h"
@@ -20,7 +21,6 @@
 #include "kube/rest/client.h"
 #include "kube/rest/errors.h"
 #include "kube/testing/test_cluster.h"
-#include "kube/webhook/admissionregistration.h"
 
 namespace spiderpool::op::cleanup {
 namespace {
@@ -182,8 +182,8 @@ TEST_F(CleanupTest, RemovesOnlyOurFinalizerAndTerminatingObjectsGo) {
 }
 
 TEST_F(CleanupTest, DeletesOnlyTheNamedWebhookConfigurations) {
-  const auto& mwc = kube::webhook::MutatingWebhookConfiguration::Resource();
-  const auto& vwc = kube::webhook::ValidatingWebhookConfiguration::Resource();
+  const auto& mwc = api::MutatingWebhookConfiguration::Resource();
+  const auto& vwc = api::ValidatingWebhookConfiguration::Resource();
   for (const auto* r : {&mwc, &vwc}) {
     Create(*r, {{"metadata", {{"name", Name("sp-ctl")}}}, {"webhooks", base::Json::array()}});
     Create(*r, {{"metadata", {{"name", Name("someone-else")}}}, {"webhooks", base::Json::array()}});
@@ -254,8 +254,8 @@ class ControllerStopTest : public CleanupTest {
 };
 
 TEST_F(ControllerStopTest, NoFinalizerIsRemovedWhileTheControllerRuns) {
-  for (const auto* r : {&kube::webhook::MutatingWebhookConfiguration::Resource(),
-                        &kube::webhook::ValidatingWebhookConfiguration::Resource()}) {
+  for (const auto* r : {&api::MutatingWebhookConfiguration::Resource(),
+                        &api::ValidatingWebhookConfiguration::Resource()}) {
     Create(*r, {{"metadata", {{"name", Name("sp-ctl")}}}, {"webhooks", base::Json::array()}});
   }
   Options o = StopOpts();
@@ -269,8 +269,8 @@ TEST_F(ControllerStopTest, NoFinalizerIsRemovedWhileTheControllerRuns) {
   EXPECT_EQ(Replicas(), 0);
   EXPECT_THAT(FinalizersOf(api::SpiderIPPool::Resource(), "", Name("pool")), ElementsAre(kOurs));
   // The webhook configurations are gone already: nothing left that no controller answers.
-  for (const auto* r : {&kube::webhook::MutatingWebhookConfiguration::Resource(),
-                        &kube::webhook::ValidatingWebhookConfiguration::Resource()}) {
+  for (const auto* r : {&api::MutatingWebhookConfiguration::Resource(),
+                        &api::ValidatingWebhookConfiguration::Resource()}) {
     EXPECT_TRUE(WaitUntil([&] { return !Get(*r, "", Name("sp-ctl")); })) << r->kind;
   }
 }
