@@ -20,7 +20,7 @@
 #include "gtest/gtest.h"
 #include "kube/rest/client.h"
 #include "kube/rest/errors.h"
-#include "kube/testing/test_cluster.h"
+#include "kube/testing/spider_cluster.h"
 
 namespace spiderpool::op::cleanup {
 namespace {
@@ -31,18 +31,15 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAre;
 
-constexpr char kCrdDir[] = "charts/spiderpool/crds";
 constexpr char kLabel[] = "cleanup-test.spiderpool.spidernet.io/ns";
 const std::string kOurs(api::kSpiderFinalizer);
 constexpr char kOther[] = "example.com/keep";
 
-class CleanupTest : public ::testing::Test {
+class CleanupTest : public kube::testing::SpiderClusterTest {
  protected:
   void SetUp() override {
-    auto c = kube::testing::TestCluster::Start();
-    ASSERT_TRUE(c.ok()) << c.status();
-    cluster_ = std::move(*c);
-    ASSERT_TRUE(cluster_->ApplyCRDs(kCrdDir).ok());
+    SpiderClusterTest::SetUp();
+    if (HasFatalFailure()) return;
     rest_ = cluster_->rest();
   }
 
@@ -59,6 +56,7 @@ class CleanupTest : public ::testing::Test {
       }
       (void)c.Delete(ns, name);
     }
+    SpiderClusterTest::TearDown();
   }
 
   std::string Name(std::string_view base) const { return base::StrCat(base, "-", cluster_->ns()); }
@@ -118,7 +116,6 @@ class CleanupTest : public ::testing::Test {
                    .poll_interval = absl::Milliseconds(20)};
   }
 
-  std::unique_ptr<kube::testing::TestCluster> cluster_;
   std::shared_ptr<kube::RestClient> rest_;
   std::vector<std::tuple<api::ResourceInfo, std::string, std::string>> created_;
 };
