@@ -12,14 +12,13 @@
 #include "base/testing/wait.h"
 #include "gtest/gtest.h"
 #include "kube/rest/client.h"
-#include "kube/testing/test_cluster.h"
+#include "kube/testing/spider_cluster.h"
 
 namespace spiderpool::agent::ipam {
 namespace {
 
 namespace sp = ::spiderpool::ipam;
 
-constexpr char kCrdDir[] = "charts/spiderpool/crds";
 constexpr char kNode[] = "node-a";
 
 // The pool through the REST client; once armed, the next status write waits until released.
@@ -47,20 +46,15 @@ absl::StatusOr<sp::PoolState> Build(const api::SpiderIPPool& pool) {
   return sp::PoolState::Build(pool, {});
 }
 
-class BlocksTest : public ::testing::Test {
+class BlocksTest : public kube::testing::SpiderClusterTest {
  protected:
   void SetUp() override {
-    auto c = kube::testing::TestCluster::Start();
-    ASSERT_TRUE(c.ok()) << c.status();
-    cluster_ = std::move(*c);
-    ASSERT_TRUE(cluster_->ApplyCRDs(kCrdDir).ok());
-    pool_name_ = "blocks-" + cluster_->ns();
-    api::SpiderIPPool pool;
-    pool.metadata.name = pool_name_;
-    pool.spec.subnet = "10.9.0.0/24";
-    pool.spec.ips = {"10.9.0.1-10.9.0.20"};
-    auto created = kube::Client<api::SpiderIPPool>(cluster_->rest()).Create(pool);
-    ASSERT_TRUE(created.ok()) << created.status();
+    SpiderClusterTest::SetUp();
+    if (HasFatalFailure()) return;
+    absl::StatusOr<std::string> pool =
+        CreatePool("blocks", "10.9.0.0/24", {"10.9.0.1-10.9.0.20"});
+    ASSERT_TRUE(pool.ok()) << pool.status();
+    pool_name_ = *pool;
     store_ = std::make_unique<HeldStore>(cluster_->rest());
     committer_ = std::make_unique<PoolCommitter>(
         store_.get(),
@@ -75,7 +69,7 @@ class BlocksTest : public ::testing::Test {
   }
   void TearDown() override {
     blocks_.reset();
-    if (cluster_ != nullptr) (void)kube::Client<api::SpiderIPPool>(cluster_->rest()).Delete("", pool_name_);
+    SpiderClusterTest::TearDown();
   }
 
   std::vector<base::IPAddress> ReservedInPool() {
@@ -87,7 +81,6 @@ class BlocksTest : public ::testing::Test {
     return st.ok() ? st->ReservedFor(kNode) : std::vector<base::IPAddress>{};
   }
 
-  std::unique_ptr<kube::testing::TestCluster> cluster_;
   std::string pool_name_;
   std::unique_ptr<HeldStore> store_;
   std::unique_ptr<PoolCommitter> committer_;

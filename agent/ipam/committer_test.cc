@@ -13,12 +13,11 @@
 #include "base/strings.h"
 #include "gtest/gtest.h"
 #include "kube/rest/client.h"
-#include "kube/testing/test_cluster.h"
+#include "kube/testing/spider_cluster.h"
 
 namespace spiderpool::agent::ipam {
 namespace {
 
-constexpr char kCrdDir[] = "charts/spiderpool/crds";
 
 // A deliberately simple working copy: the records, and whether the batch changed them.
 struct Book {
@@ -73,25 +72,20 @@ GroupCommitter<Book>::Mutation Allocate(std::string uid, int size, std::string* 
   };
 }
 
-class CommitterTest : public ::testing::Test {
+class CommitterTest : public kube::testing::SpiderClusterTest {
  protected:
   void SetUp() override {
-    auto c = kube::testing::TestCluster::Start();
-    ASSERT_TRUE(c.ok()) << c.status();
-    cluster_ = std::move(*c);
-    ASSERT_TRUE(cluster_->ApplyCRDs(kCrdDir).ok());
-    pool_name_ = "committer-" + cluster_->ns();
-    api::SpiderIPPool pool;
-    pool.metadata.name = pool_name_;
-    pool.spec.subnet = "10.9.0.0/24";
-    pool.spec.ips = {"10.9.0.1-10.9.0.254"};
-    auto created = kube::Client<api::SpiderIPPool>(cluster_->rest()).Create(pool);
-    ASSERT_TRUE(created.ok()) << created.status();
+    SpiderClusterTest::SetUp();
+    if (HasFatalFailure()) return;
+    absl::StatusOr<std::string> pool =
+        CreatePool("committer", "10.9.0.0/24", {"10.9.0.1-10.9.0.254"});
+    ASSERT_TRUE(pool.ok()) << pool.status();
+    pool_name_ = *pool;
   }
   void TearDown() override {
     if (cluster_ == nullptr) return;
     if (cluster_->loopback() != nullptr) cluster_->loopback()->ClearFaults();
-    (void)kube::Client<api::SpiderIPPool>(cluster_->rest()).Delete("", pool_name_);
+    SpiderClusterTest::TearDown();
   }
 
   api::PoolIPAllocations Records() {
@@ -138,7 +132,6 @@ class CommitterTest : public ::testing::Test {
     return got;
   }
 
-  std::unique_ptr<kube::testing::TestCluster> cluster_;
   std::string pool_name_;
 };
 

@@ -10,14 +10,13 @@
 #include "base/strings.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "kube/testing/test_cluster.h"
+#include "kube/testing/spider_cluster.h"
 
 namespace spiderpool::agent::ipam {
 namespace {
 
 using ::testing::HasSubstr;
 
-constexpr char kCrdDir[] = "charts/spiderpool/crds";
 
 api::SpiderCoordinator Synced(api::CoordinatorSpec spec = {}) {
   api::SpiderCoordinator c;
@@ -114,13 +113,11 @@ TEST(CoordinatorConfigFor, MissingOrNotSyncedIsFailedPreconditionNamingIt) {
 
 // ---- against the (loopback) API server ------------------------------------------------------
 
-class CoordinatorSourceTest : public ::testing::Test {
+class CoordinatorSourceTest : public kube::testing::SpiderClusterTest {
  protected:
   void SetUp() override {
-    auto c = kube::testing::TestCluster::Start();
-    ASSERT_TRUE(c.ok()) << c.status();
-    cluster_ = std::move(*c);
-    ASSERT_TRUE(cluster_->ApplyCRDs(kCrdDir).ok());
+    SpiderClusterTest::SetUp();
+    if (HasFatalFailure()) return;
     ns_ = cluster_->ns();
     // Not `default`: on a real cluster that one belongs to the cluster.
     name_ = base::StrCat(ns_, "-coordinator");
@@ -136,6 +133,7 @@ class CoordinatorSourceTest : public ::testing::Test {
     if (cluster_ == nullptr) return;
     (void)kube::Client<api::SpiderCoordinator>(cluster_->rest()).Delete("", name_);
     (void)kube::Client<api::Node>(cluster_->rest()).Delete("", node_);
+    SpiderClusterTest::TearDown();
   }
 
   api::Pod CreatePod(std::string name, std::string node,
@@ -183,7 +181,6 @@ class CoordinatorSourceTest : public ::testing::Test {
     return last;
   }
 
-  std::unique_ptr<kube::testing::TestCluster> cluster_;
   std::string ns_, name_, node_;
   std::unique_ptr<IpamService> service_;
   std::unique_ptr<CoordinatorConfigSource> source_;

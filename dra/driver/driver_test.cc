@@ -23,6 +23,7 @@
 #include "gtest/gtest.h"
 #include "kube/metrics/metrics.h"
 #include "kube/rest/client.h"
+#include "kube/testing/spider_cluster.h"
 #include "kube/testing/test_cluster.h"
 
 namespace spiderpool::dra::driver {
@@ -39,7 +40,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-constexpr char kCrdDir[] = "charts/spiderpool/crds";
 constexpr char kNode[] = "node-1";
 constexpr char kOtherDriver[] = "gpu.example.com";
 
@@ -54,13 +54,11 @@ struct Result {
   std::string request, driver, pool, device;
 };
 
-class DriverTest : public ::testing::Test {
+class DriverTest : public kube::testing::SpiderClusterTest {
  protected:
   void SetUp() override {
-    auto c = kube::testing::TestCluster::Start();
-    ASSERT_TRUE(c.ok()) << c.status();
-    cluster_ = std::move(*c);
-    ASSERT_TRUE(cluster_->ApplyCRDs(kCrdDir).ok());
+    SpiderClusterTest::SetUp();
+    if (HasFatalFailure()) return;
     ns_ = cluster_->ns();
     char tmpl[] = "/tmp/sp-drv-XXXXXX";
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
@@ -73,6 +71,7 @@ class DriverTest : public ::testing::Test {
     driver_.reset();
     if (cluster_ != nullptr && cluster_->loopback() != nullptr) cluster_->loopback()->ClearFaults();
     if (!dir_.empty()) fs::remove_all(dir_);
+    SpiderClusterTest::TearDown();
   }
 
   Options Opts(std::string boot = "boot-1") {
@@ -208,7 +207,6 @@ class DriverTest : public ::testing::Test {
     return registry_.AddGauge(kPreparedClaimsMetric, "").WithLabels().Value();
   }
 
-  std::unique_ptr<kube::testing::TestCluster> cluster_;
   std::string ns_, dir_;
   checkpoint::testing::FaultyFs fs_;
   kube::metrics::Registry registry_;

@@ -8,6 +8,8 @@
 #include <thread>
 
 #include "absl/strings/escaping.h"
+#include "api/admissionregistration.h"
+#include "api/codec.h"
 #include "api/labels.h"
 #include "base/log.h"
 #include "base/status.h"
@@ -35,15 +37,6 @@ const Json& Field(const Json& j, std::string_view key) {
   if (!j.is_object()) return kNull;
   auto it = j.find(std::string(key));
   return it == j.end() ? kNull : *it;
-}
-
-std::vector<std::string> Strings(const Json& j) {
-  std::vector<std::string> out;
-  if (!j.is_array()) return out;
-  for (const Json& v : j) {
-    if (v.is_string()) out.push_back(v.get<std::string>());
-  }
-  return out;
 }
 
 bool Contains(const std::vector<std::string>& v, std::string_view s) {
@@ -106,10 +99,10 @@ bool IsExemptAdmissionConfigurationResource(const ResourceInfo& resource) {
          k == "MutatingAdmissionPolicy" || k == "MutatingAdmissionPolicyBinding";
 }
 
-bool WebhookRuleMatches(const Json& rule, const AdmissionAttributes& attrs) {
+bool WebhookRuleMatches(const api::RuleWithOperations& rule, const AdmissionAttributes& attrs) {
   const bool is_namespace = attrs.resource.group.empty() && attrs.resource.plural == "namespaces";
   const std::string ns = AdmissionNamespace(attrs);
-  std::string scope = Str(rule, "scope");
+  const std::string scope = rule.scope.value_or("");
   if (scope == "Namespaced") {
     if (is_namespace || ns.empty()) return false;
   } else if (scope == "Cluster") {
@@ -120,12 +113,10 @@ bool WebhookRuleMatches(const Json& rule, const AdmissionAttributes& attrs) {
   auto any_of = [](const std::vector<std::string>& v, std::string_view want) {
     return Contains(v, "*") || Contains(v, want);
   };
-  if (!any_of(Strings(Field(rule, "operations")), AdmissionOperationName(attrs.operation))) {
-    return false;
-  }
-  if (!any_of(Strings(Field(rule, "apiGroups")), attrs.resource.group)) return false;
-  if (!any_of(Strings(Field(rule, "apiVersions")), attrs.resource.version)) return false;
-  for (const std::string& r : Strings(Field(rule, "resources"))) {
+  if (!any_of(rule.operations, AdmissionOperationName(attrs.operation))) return false;
+  if (!any_of(rule.api_groups, attrs.resource.group)) return false;
+  if (!any_of(rule.api_versions, attrs.resource.version)) return false;
+  for (const std::string& r : rule.resources) {
     size_t slash = r.find('/');
     std::string res = r.substr(0, slash);
     std::string sub = slash == std::string::npos ? "" : r.substr(slash + 1);
@@ -268,34 +259,46 @@ ServiceResolver ClusterServiceResolver(ObjectLister lister) {
 
 namespace {
 
+// One webhook of a configuration; the fields mutating and validating webhooks share are all
+// the plugin reads (reinvocationPolicy is ignored).
 struct Hook {
   std::string configuration;
-  Json spec;
+  api::WebhookCommon spec;
 };
 
-std::vector<Hook> LoadHooks(const ObjectLister& lister, bool mutating) {
-  std::vector<Json> configs =
-      lister("admissionregistration.k8s.io", "v1",
-             mutating ? "mutatingwebhookconfigurations" : "validatingwebhookconfigurations", "");
-  std::stable_sort(configs.begin(), configs.end(), [](const Json& a, const Json& b) {
-    return Str(Field(a, "metadata"), "name") < Str(Field(b, "metadata"), "name");
+// The configurations of one kind, sorted by name, their webhooks in order. Stored
+// configurations were validated on write, so they decode; one that does not is skipped.
+template <typename Configuration>
+std::vector<Hook> LoadHooksOf(const ObjectLister& lister) {
+  const api::ResourceInfo& r = Configuration::Resource();
+  std::vector<Configuration> configs;
+  for (const Json& j : lister(r.group, r.version, r.plural, "")) {
+    absl::StatusOr<Configuration> c = api::Decode<Configuration>(j);
+    if (!c.ok()) {
+      SP_LOG(Warning).Msg("Skipping an undecodable webhook configuration").KV("err", c.status());
+      continue;
+    }
+    configs.push_back(*std::move(c));
+  }
+  std::stable_sort(configs.begin(), configs.end(), [](const auto& a, const auto& b) {
+    return a.metadata.name < b.metadata.name;
   });
   std::vector<Hook> out;
-  for (const Json& c : configs) {
-    const Json& hooks = Field(c, "webhooks");
-    if (!hooks.is_array()) continue;
-    for (const Json& h : hooks) {
-      if (h.is_object()) out.push_back({Str(Field(c, "metadata"), "name"), h});
-    }
+  for (const Configuration& c : configs) {
+    for (const auto& h : c.webhooks) out.push_back({c.metadata.name, h});
   }
   return out;
 }
 
-// A selector field of a webhook: null/absent is {} (kube-apiserver defaults it).
-absl::StatusOr<api::Selector> HookSelector(const Json& hook, std::string_view key) {
-  const Json& sel = Field(hook, key);
-  if (sel.is_null()) return api::Selector::Everything();
-  return api::Selector::FromJson(sel);
+std::vector<Hook> LoadHooks(const ObjectLister& lister, bool mutating) {
+  return mutating ? LoadHooksOf<api::MutatingWebhookConfiguration>(lister)
+                  : LoadHooksOf<api::ValidatingWebhookConfiguration>(lister);
+}
+
+// A selector field of a webhook: absent is {} (kube-apiserver defaults it).
+absl::StatusOr<api::Selector> HookSelector(const std::optional<api::LabelSelector>& sel) {
+  if (!sel) return api::Selector::Everything();
+  return api::Selector::FromJson(api::Encode(*sel));
 }
 
 // ShouldCallHook: nullopt = skip; a status = answer it; true = call.
@@ -313,7 +316,7 @@ MatchOutcome Match(const Hook& hook, const AdmissionAttributes& attrs, const Jso
   const std::string ns = AdmissionNamespace(attrs);
   const bool is_namespace = attrs.resource.group.empty() && attrs.resource.plural == "namespaces";
   if (!ns.empty() || is_namespace) {
-    auto sel = HookSelector(hook.spec, "namespaceSelector");
+    auto sel = HookSelector(hook.spec.namespace_selector);
     if (!sel.ok()) {
       ns_error = InternalErrorStatus(base::FromAbsl(sel.status().message()));
       ns_match = false;
@@ -344,7 +347,7 @@ MatchOutcome Match(const Hook& hook, const AdmissionAttributes& attrs, const Jso
   }
   if (!ns_match && !ns_error) return out;
   // objectSelector
-  auto osel = HookSelector(hook.spec, "objectSelector");
+  auto osel = HookSelector(hook.spec.object_selector);
   std::optional<ApiStatus> obj_error;
   if (!osel.ok()) {
     obj_error = InternalErrorStatus(base::FromAbsl(osel.status().message()));
@@ -353,17 +356,10 @@ MatchOutcome Match(const Hook& hook, const AdmissionAttributes& attrs, const Jso
     if (!matches(object) && !matches(attrs.old_object)) return out;
   }
   // rules
-  bool rule_match = false;
-  const Json& rules = Field(hook.spec, "rules");
-  if (rules.is_array()) {
-    for (const Json& r : rules) {
-      if (WebhookRuleMatches(r, attrs)) {
-        rule_match = true;
-        break;
-      }
-    }
+  if (std::none_of(hook.spec.rules.begin(), hook.spec.rules.end(),
+                   [&](const api::RuleWithOperations& r) { return WebhookRuleMatches(r, attrs); })) {
+    return out;
   }
-  if (!rule_match) return out;
   if (ns_error) {
     out.error = ns_error;
     return out;
@@ -448,19 +444,18 @@ std::optional<ApiStatus> WebhookAdmission::Run(bool mutating, const AdmissionAtt
   if (hooks.empty()) return std::nullopt;
 
   auto call = [this, mutating, &attrs](const Hook& hook, const Json& obj) -> CallOutcome {
-    const Json& h = hook.spec;
-    const std::string name = Str(h, "name");
+    const api::WebhookCommon& h = hook.spec;
+    const std::string& name = h.name;
     if (attrs.dry_run) {
-      const Json& se = Field(h, "sideEffects");
-      if (!se.is_string()) return CallError("Webhook SideEffects is nil");
-      std::string s = se.get<std::string>();
-      if (s != "None" && s != "NoneOnDryRun") {
+      if (h.side_effects.empty()) return CallError("Webhook SideEffects is nil");
+      if (h.side_effects != api::kSideEffectsNone &&
+          h.side_effects != api::kSideEffectsNoneOnDryRun) {
         return ErrorOutcome(BadRequestStatus(
             StrCat("admission webhook ", Quote(name), " does not support dry run")));
       }
     }
     std::string version;
-    for (const std::string& v : Strings(Field(h, "admissionReviewVersions"))) {
+    for (const std::string& v : h.admission_review_versions) {
       if (v == "v1" || v == "v1beta1") {
         version = v;
         break;
@@ -472,34 +467,27 @@ std::optional<ApiStatus> WebhookAdmission::Run(bool mutating, const AdmissionAtt
           "versions (v1, v1beta1)");
     }
     // Client configuration.
-    const Json& cc = Field(h, "clientConfig");
+    const api::WebhookClientConfig& cc = h.client_config;
     HttpsTarget target;
     std::string url_base;  // for messages: scheme://host[:port]path
-    std::string service_ns, service_name;
     int service_port = 443;
-    std::string ca_b64 = Str(cc, "caBundle");
-    if (!ca_b64.empty()) {
-      std::string pem;
-      if (!absl::Base64Unescape(base::ToAbsl(ca_b64), &pem)) {
+    if (!cc.ca_bundle.empty()) {
+      absl::StatusOr<std::string> pem = cc.CABundlePEM();
+      if (!pem.ok()) {
         return CallError("could not get REST client: illegal base64 data in caBundle");
       }
-      target.ca_pem = pem;
+      target.ca_pem = *std::move(pem);
     }
-    const Json& svc = Field(cc, "service");
+    const std::optional<api::ServiceReference>& svc = cc.service;
     std::string path;
-    if (svc.is_object()) {
-      service_ns = Str(svc, "namespace");
-      service_name = Str(svc, "name");
-      const Json& p = Field(svc, "port");
-      if (p.is_number_integer() && p.get<int64_t>() > 0 && p.get<int64_t>() <= 65535) {
-        service_port = static_cast<int>(p.get<int64_t>());
-      }
-      path = Str(svc, "path");
-      target.server_name = StrCat(service_name, ".", service_ns, ".svc");
+    if (svc) {
+      if (svc->port && *svc->port > 0 && *svc->port <= 65535) service_port = *svc->port;
+      path = svc->path.value_or("");
+      target.server_name = StrCat(svc->name, ".", svc->namespace_, ".svc");
       target.host_header = JoinHostPort(target.server_name, service_port);
       url_base = StrCat("https://", target.host_header, path);
     } else {
-      std::string url = Str(cc, "url");
+      const std::string url = cc.url.value_or("");
       if (url.empty()) {
         return CallError(
             "could not get REST client: webhook configuration must have either service or URL");
@@ -532,19 +520,17 @@ std::optional<ApiStatus> WebhookAdmission::Run(bool mutating, const AdmissionAtt
       target.host_header = hostport;
       url_base = StrCat("https://", hostport, path);
     }
-    int timeout = kDefaultTimeoutSeconds;
-    const Json& ts = Field(h, "timeoutSeconds");
-    if (ts.is_number_integer()) {
-      timeout = static_cast<int>(std::clamp<int64_t>(ts.get<int64_t>(), 1, kMaxTimeoutSeconds));
-    }
+    const int timeout =
+        h.timeout_seconds ? std::clamp<int>(*h.timeout_seconds, 1, kMaxTimeoutSeconds)
+                          : kDefaultTimeoutSeconds;
     target.path_and_query = StrCat(path.empty() ? "/" : path, "?timeout=", timeout, "s");
     const std::string url_text = StrCat(url_base, "?timeout=", timeout, "s");
     const absl::Time deadline = absl::Now() + absl::Seconds(timeout);
     auto transport = [&](std::string_view err) {
       return CallError(StrCat("failed to call webhook: Post ", Quote(url_text), ": ", err));
     };
-    if (svc.is_object()) {
-      auto addr = options_.service_resolver(service_ns, service_name, service_port);
+    if (svc) {
+      auto addr = options_.service_resolver(svc->namespace_, svc->name, service_port);
       if (!addr.ok()) return transport(base::FromAbsl(addr.status().message()));
       if (!SplitHostPort(*addr, &target.dial_host, &target.dial_port)) {
         return transport(StrCat("invalid resolved address ", Quote(*addr)));
@@ -660,7 +646,7 @@ std::optional<ApiStatus> WebhookAdmission::Run(bool mutating, const AdmissionAtt
   };
 
   auto failure = [](const Hook& hook, const CallOutcome& o) -> std::optional<ApiStatus> {
-    const std::string name = Str(hook.spec, "name");
+    const std::string& name = hook.spec.name;
     switch (o.kind) {
       case CallOutcome::kAllowed:
         return std::nullopt;
@@ -668,7 +654,7 @@ std::optional<ApiStatus> WebhookAdmission::Run(bool mutating, const AdmissionAtt
       case CallOutcome::kError:
         return o.status;
       case CallOutcome::kCallError:
-        if (Str(hook.spec, "failurePolicy") == "Ignore") {
+        if (hook.spec.failure_policy == api::kFailurePolicyIgnore) {
           SP_LOG(Warning)
               .Msg("Failed calling webhook, failing open")
               .KV("webhook", name)
@@ -693,7 +679,7 @@ std::optional<ApiStatus> WebhookAdmission::Run(bool mutating, const AdmissionAtt
       CallOutcome o = call(hook, *object);
       if (auto err = failure(hook, o)) return err;
       if (o.patch.is_null()) continue;
-      const std::string name = Str(hook.spec, "name");
+      const std::string& name = hook.spec.name;
       if (!object->is_object()) {
         return InternalErrorStatus(StrCat("admission webhook ", Quote(name),
                                           " attempted to modify the object, which is not "

@@ -38,6 +38,9 @@
 // As in kube-apiserver, a CREATE object has no uid/creationTimestamp for mutating webhooks
 // and has them for validating ones. request.userInfo carries no `extra`.
 //
+// The configurations are read as api/admissionregistration.h's types (the ones the controller
+// writes); the server validated them when they were written (builtin_validation_admission.cc).
+//
 // Thread-safety: Mutate/Validate may run concurrently; the plugin holds no locks while calling.
 
 #include <atomic>
@@ -50,6 +53,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "api/admissionregistration.h"
 #include "base/json.h"
 #include "kube/testing/apiserver.h"
 #include "kube/testing/https_client.h"
@@ -104,7 +108,7 @@ class WebhookAdmission : public Admission {
 std::string AdmissionNamespace(const AdmissionAttributes& attrs);
 
 // One entry of webhooks[].rules against the request (rules.Matcher).
-bool WebhookRuleMatches(const base::Json& rule, const AdmissionAttributes& attrs);
+bool WebhookRuleMatches(const api::RuleWithOperations& rule, const AdmissionAttributes& attrs);
 
 // True for the admissionregistration.k8s.io kinds that never go through webhooks.
 bool IsExemptAdmissionConfigurationResource(const ResourceInfo& resource);

@@ -17,6 +17,8 @@
 #include <thread>
 
 #include "absl/strings/escaping.h"
+#include "api/admissionregistration.h"
+#include "api/codec.h"
 #include "base/certs.h"
 #include "base/strings.h"
 #include "gmock/gmock.h"
@@ -151,14 +153,22 @@ class FakeWebhook {
   std::vector<std::string> paths_;
 };
 
+api::RuleWithOperations TypedRule(std::vector<std::string> ops, std::vector<std::string> groups,
+                                  std::vector<std::string> versions,
+                                  std::vector<std::string> resources, std::string scope = "*") {
+  return {.operations = std::move(ops),
+          .api_groups = std::move(groups),
+          .api_versions = std::move(versions),
+          .resources = std::move(resources),
+          .scope = std::move(scope)};
+}
+
+// As sent in a configuration (the same type the controller writes).
 Json Rule(std::vector<std::string> ops, std::vector<std::string> groups,
           std::vector<std::string> versions, std::vector<std::string> resources,
           std::string scope = "*") {
-  return {{"operations", ops},
-          {"apiGroups", groups},
-          {"apiVersions", versions},
-          {"resources", resources},
-          {"scope", scope}};
+  return api::Encode(TypedRule(std::move(ops), std::move(groups), std::move(versions),
+                               std::move(resources), std::move(scope)));
 }
 
 Json ConfigMapRule(std::vector<std::string> ops = {"CREATE", "UPDATE", "DELETE"}) {
@@ -471,7 +481,7 @@ TEST(WebhookRuleTest, Matching) {
   a.namespace_name = "default";
   a.name = "p";
   auto rule = [](std::vector<std::string> res, std::string scope = "*") {
-    return Rule({"UPDATE"}, {""}, {"v1"}, std::move(res), std::move(scope));
+    return TypedRule({"UPDATE"}, {""}, {"v1"}, std::move(res), std::move(scope));
   };
   EXPECT_TRUE(WebhookRuleMatches(rule({"pods"}), a));
   EXPECT_TRUE(WebhookRuleMatches(rule({"*"}), a));
@@ -488,9 +498,9 @@ TEST(WebhookRuleTest, Matching) {
   EXPECT_TRUE(WebhookRuleMatches(rule({"pods/*"}), a));
   EXPECT_TRUE(WebhookRuleMatches(rule({"*/*"}), a));
   EXPECT_FALSE(WebhookRuleMatches(rule({"pods/log"}), a));
-  EXPECT_FALSE(WebhookRuleMatches(Rule({"CREATE"}, {""}, {"v1"}, {"*/*"}), a));
-  EXPECT_TRUE(WebhookRuleMatches(Rule({"*"}, {"*"}, {"*"}, {"*/*"}), a));
-  EXPECT_FALSE(WebhookRuleMatches(Json::object(), a));  // no operations/resources
+  EXPECT_FALSE(WebhookRuleMatches(TypedRule({"CREATE"}, {""}, {"v1"}, {"*/*"}), a));
+  EXPECT_TRUE(WebhookRuleMatches(TypedRule({"*"}, {"*"}, {"*"}, {"*/*"}), a));
+  EXPECT_FALSE(WebhookRuleMatches(api::RuleWithOperations{}, a));  // no operations/resources
 
   // Namespace objects are cluster-scoped, and carry their own name as namespace.
   AdmissionAttributes ns;
@@ -498,9 +508,9 @@ TEST(WebhookRuleTest, Matching) {
   ns.resource = {"", "v1", "Namespace", "namespaces", "namespace", false};
   ns.name = "team-a";
   EXPECT_EQ(AdmissionNamespace(ns), "team-a");
-  EXPECT_TRUE(WebhookRuleMatches(Rule({"DELETE"}, {""}, {"v1"}, {"namespaces"}, "Cluster"), ns));
+  EXPECT_TRUE(WebhookRuleMatches(TypedRule({"DELETE"}, {""}, {"v1"}, {"namespaces"}, "Cluster"), ns));
   EXPECT_FALSE(
-      WebhookRuleMatches(Rule({"DELETE"}, {""}, {"v1"}, {"namespaces"}, "Namespaced"), ns));
+      WebhookRuleMatches(TypedRule({"DELETE"}, {""}, {"v1"}, {"namespaces"}, "Namespaced"), ns));
   ns.operation = AdmissionOperation::kCreate;
   EXPECT_EQ(AdmissionNamespace(ns), "");
 

@@ -3,16 +3,18 @@
 #include <algorithm>
 #include <utility>
 
+#include "api/admissionregistration.h"
 #include "api/core.h"
 #include "base/log.h"
 #include "base/status.h"
 #include "base/strings.h"
 #include "kube/rest/client.h"
 #include "kube/rest/errors.h"
-#include "kube/webhook/admissionregistration.h"
 
 namespace spiderpool::kube::webhook {
 
+using api::MutatingWebhookConfiguration;
+using api::ValidatingWebhookConfiguration;
 using base::Json;
 using base::StrCat;
 

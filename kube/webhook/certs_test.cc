@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "api/admissionregistration.h"
 #include "api/core.h"
 #include "base/certs.h"
 #include "base/json.h"
@@ -15,12 +16,17 @@
 #include "kube/rest/client.h"
 #include "kube/testing/test_cluster.h"
 #include "kube/testing/webhook_admission.h"
-#include "kube/webhook/admissionregistration.h"
 #include "kube/webhook/server.h"
 
 namespace spiderpool::kube::webhook {
 namespace {
 
+using api::MutatingWebhook;
+using api::MutatingWebhookConfiguration;
+using api::RuleWithOperations;
+using api::ServiceReference;
+using api::ValidatingWebhook;
+using api::ValidatingWebhookConfiguration;
 using base::Json;
 using base::StrCat;
 

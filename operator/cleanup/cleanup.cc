@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_join.h"
 
+#include "api/admissionregistration.h"
 #include "api/apps.h"
 #include "api/core.h"
 #include "api/labels.h"
@@ -16,7 +17,6 @@
 #include "base/strings.h"
 #include "kube/rest/client.h"
 #include "kube/rest/errors.h"
-#include "kube/webhook/admissionregistration.h"
 
 namespace spiderpool::op::cleanup {
 
@@ -184,9 +184,9 @@ absl::StatusOr<Result> Run(const std::shared_ptr<kube::RestClient>& rest, const 
   // no admission webhook is left pointing at a controller that is scaled to 0.
   SP_ASSIGN_OR_RETURN(std::optional<api::Selector> controller_pods, ScaleDown(rest, o, &result));
   if (!o.webhook_configuration.empty()) {
-    SP_RETURN_IF_ERROR(DeleteWebhookConfiguration<kube::webhook::MutatingWebhookConfiguration>(
+    SP_RETURN_IF_ERROR(DeleteWebhookConfiguration<api::MutatingWebhookConfiguration>(
         rest, o.webhook_configuration, &result));
-    SP_RETURN_IF_ERROR(DeleteWebhookConfiguration<kube::webhook::ValidatingWebhookConfiguration>(
+    SP_RETURN_IF_ERROR(DeleteWebhookConfiguration<api::ValidatingWebhookConfiguration>(
         rest, o.webhook_configuration, &result));
   }
   if (controller_pods) SP_RETURN_IF_ERROR(WaitForPodsGone(rest, o, *controller_pods));

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <thread>
 
+#include "api/admissionregistration.h"
 #include "api/apps.h"
 #include "api/core.h"
 #include "api/spider.h"
@@ -19,8 +20,7 @@
 #include "gtest/gtest.h"
 #include "kube/rest/client.h"
 #include "kube/rest/errors.h"
-#include "kube/testing/test_cluster.h"
-#include "kube/webhook/admissionregistration.h"
+#include "kube/testing/spider_cluster.h"
 
 namespace spiderpool::op::cleanup {
 namespace {
@@ -31,18 +31,15 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAre;
 
-constexpr char kCrdDir[] = "charts/spiderpool/crds";
 constexpr char kLabel[] = "cleanup-test.spiderpool.spidernet.io/ns";
 const std::string kOurs(api::kSpiderFinalizer);
 constexpr char kOther[] = "example.com/keep";
 
-class CleanupTest : public ::testing::Test {
+class CleanupTest : public kube::testing::SpiderClusterTest {
  protected:
   void SetUp() override {
-    auto c = kube::testing::TestCluster::Start();
-    ASSERT_TRUE(c.ok()) << c.status();
-    cluster_ = std::move(*c);
-    ASSERT_TRUE(cluster_->ApplyCRDs(kCrdDir).ok());
+    SpiderClusterTest::SetUp();
+    if (HasFatalFailure()) return;
     rest_ = cluster_->rest();
   }
 
@@ -59,6 +56,7 @@ class CleanupTest : public ::testing::Test {
       }
       (void)c.Delete(ns, name);
     }
+    SpiderClusterTest::TearDown();
   }
 
   std::string Name(std::string_view base) const { return base::StrCat(base, "-", cluster_->ns()); }
@@ -118,7 +116,6 @@ class CleanupTest : public ::testing::Test {
                    .poll_interval = absl::Milliseconds(20)};
   }
 
-  std::unique_ptr<kube::testing::TestCluster> cluster_;
   std::shared_ptr<kube::RestClient> rest_;
   std::vector<std::tuple<api::ResourceInfo, std::string, std::string>> created_;
 };
@@ -182,8 +179,8 @@ TEST_F(CleanupTest, RemovesOnlyOurFinalizerAndTerminatingObjectsGo) {
 }
 
 TEST_F(CleanupTest, DeletesOnlyTheNamedWebhookConfigurations) {
-  const auto& mwc = kube::webhook::MutatingWebhookConfiguration::Resource();
-  const auto& vwc = kube::webhook::ValidatingWebhookConfiguration::Resource();
+  const auto& mwc = api::MutatingWebhookConfiguration::Resource();
+  const auto& vwc = api::ValidatingWebhookConfiguration::Resource();
   for (const auto* r : {&mwc, &vwc}) {
     Create(*r, {{"metadata", {{"name", Name("sp-ctl")}}}, {"webhooks", base::Json::array()}});
     Create(*r, {{"metadata", {{"name", Name("someone-else")}}}, {"webhooks", base::Json::array()}});
@@ -254,8 +251,8 @@ class ControllerStopTest : public CleanupTest {
 };
 
 TEST_F(ControllerStopTest, NoFinalizerIsRemovedWhileTheControllerRuns) {
-  for (const auto* r : {&kube::webhook::MutatingWebhookConfiguration::Resource(),
-                        &kube::webhook::ValidatingWebhookConfiguration::Resource()}) {
+  for (const auto* r : {&api::MutatingWebhookConfiguration::Resource(),
+                        &api::ValidatingWebhookConfiguration::Resource()}) {
     Create(*r, {{"metadata", {{"name", Name("sp-ctl")}}}, {"webhooks", base::Json::array()}});
   }
   Options o = StopOpts();
@@ -269,8 +266,8 @@ TEST_F(ControllerStopTest, NoFinalizerIsRemovedWhileTheControllerRuns) {
   EXPECT_EQ(Replicas(), 0);
   EXPECT_THAT(FinalizersOf(api::SpiderIPPool::Resource(), "", Name("pool")), ElementsAre(kOurs));
   // The webhook configurations are gone already: nothing left that no controller answers.
-  for (const auto* r : {&kube::webhook::MutatingWebhookConfiguration::Resource(),
-                        &kube::webhook::ValidatingWebhookConfiguration::Resource()}) {
+  for (const auto* r : {&api::MutatingWebhookConfiguration::Resource(),
+                        &api::ValidatingWebhookConfiguration::Resource()}) {
     EXPECT_TRUE(WaitUntil([&] { return !Get(*r, "", Name("sp-ctl")); })) << r->kind;
   }
 }

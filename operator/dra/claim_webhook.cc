@@ -234,16 +234,16 @@ kube::webhook::MutatingHandler ClaimHandler(ClaimWebhookOptions options) {
   };
 }
 
-kw::MutatingWebhookConfiguration ClaimWebhookConfiguration(std::string_view service_namespace,
+api::MutatingWebhookConfiguration ClaimWebhookConfiguration(std::string_view service_namespace,
                                                            std::string_view service_name,
                                                            int32_t port,
                                                            std::string_view ca_bundle_pem) {
-  kw::MutatingWebhookConfiguration c;
+  api::MutatingWebhookConfiguration c;
   c.SetTypeMeta();
   c.metadata.name = std::string(kClaimWebhookConfigurationName);
-  kw::MutatingWebhook w;
+  api::MutatingWebhook w;
   w.name = std::string(kClaimWebhookName);
-  w.client_config.service = kw::ServiceReference{.namespace_ = std::string(service_namespace),
+  w.client_config.service = api::ServiceReference{.namespace_ = std::string(service_namespace),
                                                  .name = std::string(service_name),
                                                  .path = std::string(kClaimWebhookPath),
                                                  .port = port};
@@ -252,8 +252,8 @@ kw::MutatingWebhookConfiguration ClaimWebhookConfiguration(std::string_view serv
                      .api_groups = {"resource.k8s.io"},
                      .api_versions = {"v1"},
                      .resources = {"resourceclaims"}});
-  w.failure_policy = std::string(kw::kFailurePolicyFail);
-  w.side_effects = std::string(kw::kSideEffectsNone);
+  w.failure_policy = std::string(api::kFailurePolicyFail);
+  w.side_effects = std::string(api::kSideEffectsNone);
   w.admission_review_versions = {"v1"};
   c.webhooks.push_back(std::move(w));
   return c;
@@ -272,7 +272,7 @@ std::unique_ptr<kube::Runnable> ConfigurationSync(std::shared_ptr<kube::RestClie
           if (!ca.empty() && ca != done) {
             absl::Status s;
             if (options.create) {
-              kube::Client<kw::MutatingWebhookConfiguration> client(rest);
+              kube::Client<api::MutatingWebhookConfiguration> client(rest);
               auto want = ClaimWebhookConfiguration(options.service_namespace, options.service_name,
                                                     options.port, ca);
               s = kube::RetryOnConflict(kube::DefaultRetry(), [&]() -> absl::Status {

@@ -29,6 +29,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "api/admissionregistration.h"
 #include "api/spider_claimparameter.h"
 #include "api/spider_ippool.h"
 #include "api/spider_multusconfig.h"
@@ -36,7 +37,6 @@
 #include "kube/controller/manager.h"
 #include "kube/informer/informer.h"
 #include "kube/rest/rest_client.h"
-#include "kube/webhook/admissionregistration.h"
 #include "kube/webhook/server.h"
 
 namespace spiderpool::op::dra {
@@ -86,7 +86,7 @@ kube::webhook::MutatingHandler ClaimHandler(ClaimWebhookOptions options);
 // The MutatingWebhookConfiguration `spiderpool-controller-dra`: one webhook on
 // resource.k8s.io/v1 resourceclaims CREATE, service <service>.<ns>:<port> at kClaimWebhookPath,
 // failurePolicy Fail, sideEffects None, v1 reviews.
-kube::webhook::MutatingWebhookConfiguration ClaimWebhookConfiguration(
+api::MutatingWebhookConfiguration ClaimWebhookConfiguration(
     std::string_view service_namespace, std::string_view service_name, int32_t port,
     std::string_view ca_bundle_pem);
 

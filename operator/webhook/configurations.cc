@@ -5,7 +5,6 @@
 namespace spiderpool::op::webhook {
 
 using base::StrCat;
-namespace kw = ::spiderpool::kube::webhook;
 
 std::string_view KindLower(Kind kind) {
   switch (kind) {
@@ -78,35 +77,35 @@ W MakeWebhook(const ConfigurationOptions& o, Kind kind, std::string path,
   W w;
   w.name = WebhookName(kind);
   w.admission_review_versions = {"v1"};
-  w.client_config.service = kw::ServiceReference{.namespace_ = o.service_namespace,
+  w.client_config.service = api::ServiceReference{.namespace_ = o.service_namespace,
                                                  .name = o.service_name,
                                                  .path = std::move(path),
                                                  .port = o.port};
   if (!o.ca_bundle_pem.empty()) w.client_config.SetCABundlePEM(o.ca_bundle_pem);
-  w.failure_policy = std::string(kw::kFailurePolicyFail);
-  w.rules = {kw::RuleWithOperations{.operations = std::move(operations),
+  w.failure_policy = std::string(api::kFailurePolicyFail);
+  w.rules = {api::RuleWithOperations{.operations = std::move(operations),
                                     .api_groups = {std::string(kGroup)},
                                     .api_versions = {std::string(kVersion)},
                                     .resources = {std::string(Plural(kind))}}};
-  w.side_effects = std::string(kw::kSideEffectsNone);
+  w.side_effects = std::string(api::kSideEffectsNone);
   return w;
 }
 
 }  // namespace
 
-kw::MutatingWebhookConfiguration MutatingConfiguration(const ConfigurationOptions& o) {
-  kw::MutatingWebhookConfiguration c;
+api::MutatingWebhookConfiguration MutatingConfiguration(const ConfigurationOptions& o) {
+  api::MutatingWebhookConfiguration c;
   c.SetTypeMeta();
   c.metadata.name = o.name;
   for (Kind k : MutatingKinds(o)) {
     c.webhooks.push_back(
-        MakeWebhook<kw::MutatingWebhook>(o, k, MutatePath(k), {"CREATE", "UPDATE"}));
+        MakeWebhook<api::MutatingWebhook>(o, k, MutatePath(k), {"CREATE", "UPDATE"}));
   }
   if (o.enable_pod_resource_inject) {
-    kw::MutatingWebhook w = MakeWebhook<kw::MutatingWebhook>(o, Kind::kIPPool, "/mutate--v1-pod",
+    api::MutatingWebhook w = MakeWebhook<api::MutatingWebhook>(o, Kind::kIPPool, "/mutate--v1-pod",
                                                              {"CREATE"});
     w.name = std::string(kPodWebhookName);
-    w.rules = {kw::RuleWithOperations{.operations = {"CREATE"},
+    w.rules = {api::RuleWithOperations{.operations = {"CREATE"},
                                       .api_groups = {""},
                                       .api_versions = {"v1"},
                                       .resources = {"pods"}}};
@@ -127,14 +126,14 @@ kw::MutatingWebhookConfiguration MutatingConfiguration(const ConfigurationOption
   return c;
 }
 
-kw::ValidatingWebhookConfiguration ValidatingConfiguration(const ConfigurationOptions& o) {
-  kw::ValidatingWebhookConfiguration c;
+api::ValidatingWebhookConfiguration ValidatingConfiguration(const ConfigurationOptions& o) {
+  api::ValidatingWebhookConfiguration c;
   c.SetTypeMeta();
   c.metadata.name = o.name;
   for (Kind k : ValidatingKinds(o)) {
     std::vector<std::string> ops = {"CREATE", "UPDATE"};
     if (k == Kind::kIPPool || k == Kind::kSubnet) ops.push_back("DELETE");
-    c.webhooks.push_back(MakeWebhook<kw::ValidatingWebhook>(o, k, ValidatePath(k), ops));
+    c.webhooks.push_back(MakeWebhook<api::ValidatingWebhook>(o, k, ValidatePath(k), ops));
   }
   return c;
 }

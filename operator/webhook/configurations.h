@@ -27,7 +27,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kube/webhook/admissionregistration.h"
+#include "api/admissionregistration.h"
 
 namespace spiderpool::op::webhook {
 
@@ -78,9 +78,9 @@ inline constexpr std::string_view kNamespaceNameLabel = "kubernetes.io/metadata.
 std::vector<Kind> MutatingKinds(const ConfigurationOptions& options);
 std::vector<Kind> ValidatingKinds(const ConfigurationOptions& options);
 
-kube::webhook::MutatingWebhookConfiguration MutatingConfiguration(
+api::MutatingWebhookConfiguration MutatingConfiguration(
     const ConfigurationOptions& options);
-kube::webhook::ValidatingWebhookConfiguration ValidatingConfiguration(
+api::ValidatingWebhookConfiguration ValidatingConfiguration(
     const ConfigurationOptions& options);
 
 }  // namespace spiderpool::op::webhook

@@ -325,8 +325,8 @@ TEST_F(WebhookIntegrationTest, CertificateRotation) {
 
   EXPECT_EQ(webhook_->server().CertificatePem(), fresh->cert_pem);
   EXPECT_EQ(webhook_->ca_bundle_pem(), fresh->ca_pem);
-  auto m = kube::Client<kw::MutatingWebhookConfiguration>(rest_).Get("", cfg);
-  auto v = kube::Client<kw::ValidatingWebhookConfiguration>(rest_).Get("", cfg);
+  auto m = kube::Client<api::MutatingWebhookConfiguration>(rest_).Get("", cfg);
+  auto v = kube::Client<api::ValidatingWebhookConfiguration>(rest_).Get("", cfg);
   ASSERT_TRUE(m.ok() && v.ok());
   for (const auto& w : m->webhooks) EXPECT_EQ(*w.client_config.CABundlePEM(), fresh->ca_pem);
   for (const auto& w : v->webhooks) EXPECT_EQ(*w.client_config.CABundlePEM(), fresh->ca_pem);
@@ -373,7 +373,7 @@ TEST_F(WebhookIntegrationTest, CertDirModeAsARunnable) {
   }
   ASSERT_TRUE(second.CheckHealth().ok());
   EXPECT_EQ(second.ca_bundle_pem(), bundle.ca_pem);
-  auto v = kube::Client<kw::ValidatingWebhookConfiguration>(rest_).Get("", Name("dir"));
+  auto v = kube::Client<api::ValidatingWebhookConfiguration>(rest_).Get("", Name("dir"));
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(*v->webhooks[0].client_config.CABundlePEM(), bundle.ca_pem);
   EXPECT_EQ(v->webhooks[0].client_config.service->name, "spiderpool-controller-2");
@@ -398,8 +398,8 @@ TEST_F(WebhookIntegrationTest, CertDirModeAsARunnable) {
   run.join();
   EXPECT_FALSE(second.CheckHealth().ok());
   // Both configurations point at a stopped server now: remove them.
-  ASSERT_TRUE(kube::Client<kw::ValidatingWebhookConfiguration>(rest_).Delete("", Name("dir")).ok());
-  ASSERT_TRUE(kube::Client<kw::MutatingWebhookConfiguration>(rest_).Delete("", Name("dir")).ok());
+  ASSERT_TRUE(kube::Client<api::ValidatingWebhookConfiguration>(rest_).Delete("", Name("dir")).ok());
+  ASSERT_TRUE(kube::Client<api::MutatingWebhookConfiguration>(rest_).Delete("", Name("dir")).ok());
   std::filesystem::remove_all(dir);
 }
 
@@ -420,26 +420,26 @@ TEST_F(WebhookIntegrationTest, CertDirModeWaitsForItsConfigurations) {
   EXPECT_EQ(late.ca_bundle_pem(), "") << "nothing patched yet";
 
   // The configurations appear (as the chart would create them), without a caBundle.
-  kw::MutatingWebhookConfiguration m = late.MutatingConfiguration();
-  kw::ValidatingWebhookConfiguration v = late.ValidatingConfiguration();
+  api::MutatingWebhookConfiguration m = late.MutatingConfiguration();
+  api::ValidatingWebhookConfiguration v = late.ValidatingConfiguration();
   for (auto& h : m.webhooks) h.client_config.ca_bundle.clear();
   for (auto& h : v.webhooks) h.client_config.ca_bundle.clear();
-  ASSERT_TRUE(kube::Client<kw::MutatingWebhookConfiguration>(rest_).Create(m).ok());
-  ASSERT_TRUE(kube::Client<kw::ValidatingWebhookConfiguration>(rest_).Create(v).ok());
+  ASSERT_TRUE(kube::Client<api::MutatingWebhookConfiguration>(rest_).Create(m).ok());
+  ASSERT_TRUE(kube::Client<api::ValidatingWebhookConfiguration>(rest_).Create(v).ok());
   const absl::Time deadline = absl::Now() + absl::Seconds(30);  // a failure guard only
   while (late.ca_bundle_pem() != bundle.ca_pem && absl::Now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_EQ(late.ca_bundle_pem(), bundle.ca_pem);
-  auto got = kube::Client<kw::ValidatingWebhookConfiguration>(rest_).Get("", Name("late"));
+  auto got = kube::Client<api::ValidatingWebhookConfiguration>(rest_).Get("", Name("late"));
   EXPECT_TRUE(got.ok()) << got.status();
   if (got.ok()) {
     EXPECT_EQ(*got->webhooks[0].client_config.CABundlePEM(), bundle.ca_pem);
   }
   late.Stop();
   // Always removed (no ASSERT above): they point at a stopped server.
-  ASSERT_TRUE(kube::Client<kw::ValidatingWebhookConfiguration>(rest_).Delete("", Name("late")).ok());
-  ASSERT_TRUE(kube::Client<kw::MutatingWebhookConfiguration>(rest_).Delete("", Name("late")).ok());
+  ASSERT_TRUE(kube::Client<api::ValidatingWebhookConfiguration>(rest_).Delete("", Name("late")).ok());
+  ASSERT_TRUE(kube::Client<api::MutatingWebhookConfiguration>(rest_).Delete("", Name("late")).ok());
   std::filesystem::remove_all(dir);
 }
 
@@ -525,8 +525,8 @@ TEST_F(WebhookIntegrationTest, PodResourceInjectionThroughTheApiServer) {
 
   (void)kube::DynamicClient(rest_, pods).Delete(cluster_->ns(), "p1");
   inject->Stop();
-  ASSERT_TRUE(kube::Client<kw::ValidatingWebhookConfiguration>(rest_).Delete("", Name("podinject")).ok());
-  ASSERT_TRUE(kube::Client<kw::MutatingWebhookConfiguration>(rest_).Delete("", Name("podinject")).ok());
+  ASSERT_TRUE(kube::Client<api::ValidatingWebhookConfiguration>(rest_).Delete("", Name("podinject")).ok());
+  ASSERT_TRUE(kube::Client<api::MutatingWebhookConfiguration>(rest_).Delete("", Name("podinject")).ok());
 }
 
 }  // namespace

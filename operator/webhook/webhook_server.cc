@@ -149,13 +149,13 @@ ConfigurationOptions WebhookServer::ConfigOptions() const {
   return c;
 }
 
-kw::MutatingWebhookConfiguration WebhookServer::MutatingConfiguration() const {
+api::MutatingWebhookConfiguration WebhookServer::MutatingConfiguration() const {
   ConfigurationOptions c = ConfigOptions();
   c.name = options_.mutating_configuration_name;
   return op::webhook::MutatingConfiguration(c);
 }
 
-kw::ValidatingWebhookConfiguration WebhookServer::ValidatingConfiguration() const {
+api::ValidatingWebhookConfiguration WebhookServer::ValidatingConfiguration() const {
   ConfigurationOptions c = ConfigOptions();
   c.name = options_.validating_configuration_name;
   return op::webhook::ValidatingConfiguration(c);

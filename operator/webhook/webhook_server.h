@@ -123,8 +123,8 @@ class WebhookServer : public kube::Runnable {
   }
 
   // The webhook configurations for these options (service, port, flags, current CA bundle).
-  kube::webhook::MutatingWebhookConfiguration MutatingConfiguration() const;
-  kube::webhook::ValidatingWebhookConfiguration ValidatingConfiguration() const;
+  api::MutatingWebhookConfiguration MutatingConfiguration() const;
+  api::ValidatingWebhookConfiguration ValidatingConfiguration() const;
   // Creates the two configurations, or replaces their webhooks with ours (for setups without the
   // chart: tests, the demo). Keeps other metadata.
   absl::Status EnsureConfigurations() const;

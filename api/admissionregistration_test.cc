@@ -1,10 +1,10 @@
-#include "kube/webhook/admissionregistration.h"
+#include "api/admissionregistration.h"
 
 #include "api/codec.h"
 #include "base/json.h"
 #include "gtest/gtest.h"
 
-namespace spiderpool::kube::webhook {
+namespace spiderpool::api {
 namespace {
 
 using base::Json;
@@ -78,4 +78,4 @@ TEST(AdmissionRegistrationTest, MutatingRequiredFieldsAndResource) {
 }
 
 }  // namespace
-}  // namespace spiderpool::kube::webhook
+}  // namespace spiderpool::api

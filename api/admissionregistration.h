@@ -1,6 +1,9 @@
 #pragma once
 // admissionregistration.k8s.io/v1 MutatingWebhookConfiguration and
 // ValidatingWebhookConfiguration: the objects that tell kube-apiserver which webhooks to call.
+// The ONE model of them: the operator writes them (operator/webhook, operator/dra), kube/webhook
+// patches their caBundle, and the loopback API server's admission chain (kube/testing) reads
+// them to call the webhooks.
 // Field names follow k8s.io/api/admissionregistration/v1; what is not modelled (matchConditions,
 // future fields) is kept in `unknown` so a read-modify-write (the caBundle patch) loses nothing.
 //
@@ -17,7 +20,7 @@
 #include "api/codec.h"
 #include "api/meta.h"
 
-namespace spiderpool::kube::webhook {
+namespace spiderpool::api {
 
 inline constexpr std::string_view kFailurePolicyFail = "Fail";
 inline constexpr std::string_view kFailurePolicyIgnore = "Ignore";
@@ -77,18 +80,14 @@ struct WebhookCommon {
   std::vector<RuleWithOperations> rules;
   std::optional<std::string> failure_policy;  // Fail (default) | Ignore
   std::optional<std::string> match_policy;    // Equivalent (default) | Exact
-  std::optional<api::LabelSelector> namespace_selector;
-  std::optional<api::LabelSelector> object_selector;
+  std::optional<LabelSelector> namespace_selector;
+  std::optional<LabelSelector> object_selector;
   std::string side_effects;  // required in v1: None | NoneOnDryRun
   std::optional<int32_t> timeout_seconds;
   std::vector<std::string> admission_review_versions;  // required in v1
-};
-
-struct MutatingWebhook : WebhookCommon {
-  std::optional<std::string> reinvocation_policy;  // Never (default) | IfNeeded
-  api::Json unknown;
+  // The shared fields, in upstream's order (encoding writes them in this order).
   template <typename V>
-  void Visit(V& v) {
+  void VisitCommon(V& v) {
     v.Field("name", name, {.required = true});
     v.Field("clientConfig", client_config, {.required = true});
     v.Field("rules", rules);
@@ -100,26 +99,25 @@ struct MutatingWebhook : WebhookCommon {
             {.required = true, .enum_values = {"None", "NoneOnDryRun", "Some", "Unknown"}});
     v.Field("timeoutSeconds", timeout_seconds, {.minimum = 1, .maximum = 30});
     v.Field("admissionReviewVersions", admission_review_versions, {.required = true});
+  }
+};
+
+struct MutatingWebhook : WebhookCommon {
+  std::optional<std::string> reinvocation_policy;  // Never (default) | IfNeeded
+  Json unknown;
+  template <typename V>
+  void Visit(V& v) {
+    VisitCommon(v);
     v.Field("reinvocationPolicy", reinvocation_policy, {.enum_values = {"Never", "IfNeeded"}});
     v.Unknown(unknown);
   }
 };
 
 struct ValidatingWebhook : WebhookCommon {
-  api::Json unknown;
+  Json unknown;
   template <typename V>
   void Visit(V& v) {
-    v.Field("name", name, {.required = true});
-    v.Field("clientConfig", client_config, {.required = true});
-    v.Field("rules", rules);
-    v.Field("failurePolicy", failure_policy, {.enum_values = {"Fail", "Ignore"}});
-    v.Field("matchPolicy", match_policy, {.enum_values = {"Exact", "Equivalent"}});
-    v.Field("namespaceSelector", namespace_selector);
-    v.Field("objectSelector", object_selector);
-    v.Field("sideEffects", side_effects,
-            {.required = true, .enum_values = {"None", "NoneOnDryRun", "Some", "Unknown"}});
-    v.Field("timeoutSeconds", timeout_seconds, {.minimum = 1, .maximum = 30});
-    v.Field("admissionReviewVersions", admission_review_versions, {.required = true});
+    VisitCommon(v);
     v.Unknown(unknown);
   }
 };
@@ -127,7 +125,7 @@ struct ValidatingWebhook : WebhookCommon {
 struct MutatingWebhookConfiguration {
   SP_API_OBJECT_HEAD(MutatingWebhookConfiguration)
   std::vector<MutatingWebhook> webhooks;
-  api::Json unknown;
+  Json unknown;
   template <typename V>
   void Visit(V& v) {
     v.Field("apiVersion", api_version);
@@ -141,7 +139,7 @@ struct MutatingWebhookConfiguration {
 struct ValidatingWebhookConfiguration {
   SP_API_OBJECT_HEAD(ValidatingWebhookConfiguration)
   std::vector<ValidatingWebhook> webhooks;
-  api::Json unknown;
+  Json unknown;
   template <typename V>
   void Visit(V& v) {
     v.Field("apiVersion", api_version);
@@ -152,4 +150,4 @@ struct ValidatingWebhookConfiguration {
   }
 };
 
-}  // namespace spiderpool::kube::webhook
+}  // namespace spiderpool::api

@@ -1,11 +1,11 @@
-#include "kube/webhook/admissionregistration.h"
+#include "api/admissionregistration.h"
 
 #include "api/core.h"
 
-namespace spiderpool::kube::webhook {
+namespace spiderpool::api {
 
-const api::ResourceInfo& MutatingWebhookConfiguration::Resource() {
-  static const api::ResourceInfo info{.group = "admissionregistration.k8s.io",
+const ResourceInfo& MutatingWebhookConfiguration::Resource() {
+  static const ResourceInfo info{.group = "admissionregistration.k8s.io",
                                       .version = "v1",
                                       .kind = "MutatingWebhookConfiguration",
                                       .plural = "mutatingwebhookconfigurations",
@@ -16,8 +16,8 @@ const api::ResourceInfo& MutatingWebhookConfiguration::Resource() {
   return info;
 }
 
-const api::ResourceInfo& ValidatingWebhookConfiguration::Resource() {
-  static const api::ResourceInfo info{.group = "admissionregistration.k8s.io",
+const ResourceInfo& ValidatingWebhookConfiguration::Resource() {
+  static const ResourceInfo info{.group = "admissionregistration.k8s.io",
                                       .version = "v1",
                                       .kind = "ValidatingWebhookConfiguration",
                                       .plural = "validatingwebhookconfigurations",
@@ -29,11 +29,11 @@ const api::ResourceInfo& ValidatingWebhookConfiguration::Resource() {
 }
 
 void WebhookClientConfig::SetCABundlePEM(std::string_view pem) {
-  ca_bundle = api::Base64Encode(pem);
+  ca_bundle = Base64Encode(pem);
 }
 
 absl::StatusOr<std::string> WebhookClientConfig::CABundlePEM() const {
-  return api::Base64Decode(ca_bundle);
+  return Base64Decode(ca_bundle);
 }
 
-}  // namespace spiderpool::kube::webhook
+}  // namespace spiderpool::api

@@ -1,0 +1,299 @@
+// IpamService with node reservations (blocks.h): most ADDs need no pool write, the records
+// appear in the background, unused reservations go back, prewarm, DEL without the pool write,
+// a full pool taking other nodes' idle reservations, agent crashes. The fixture is
+// service_test_fixture.h.
+#include <atomic>
+#include <set>
+#include <thread>
+
+#include "agent/dra/node_devices.h"
+#include "agent/ipam/service_test_fixture.h"
+#include "gmock/gmock.h"
+
+namespace spiderpool::agent::ipam {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST_P(ReservationTest, ReservationsServeMostAddsAndAreRecordedAndGivenBack) {
+  CreatePool("v4", "10.70.0.0/24", {"10.70.0.1-10.70.0.100"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
+  IpamService& agent = Agent("a");
+  std::set<std::string> ips;
+  for (int i = 0; i < 10; ++i) {
+    api::Pod pod = CreatePod(base::StrCat("p", i), "a");
+    auto r = agent.Allocate(Add(pod), Deadline());
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(ips.insert(r->ips[0].address).second) << "duplicate " << r->ips[0].address;
+    // The endpoint (the record while the reservation is not converted) is there at once.
+    auto ep = Endpoint(pod.metadata.name);
+    ASSERT_TRUE(ep.ok()) << ep.status();
+    EXPECT_EQ(*ep->status->current.ips[0].ipv4, r->ips[0].address);
+  }
+  // Only the first ADD writes the pool (and reserves the block); the rest need no write of
+  // their own (the background writes' timing depends on the machine, so they are not counted).
+  EXPECT_GE(agent.block_stats().taken, 8) << "the ADDs after the first should use the block";
+  EXPECT_EQ(*ips.begin(), "10.70.0.1/24");  // lowest first, as without reservations
+  // Lowest first also across the block: 10.70.0.1 .. 10.70.0.10.
+  EXPECT_EQ(*ips.rbegin(), "10.70.0.9/24");  // (string order: .1, .10, .2, ... .9)
+  // Written in the background: no flush by hand, only waiting — also when the first background
+  // writes lose a race (they step back and come again).
+  if (cluster_->loopback() != nullptr) {
+    cluster_->loopback()->FailNext(2, 409, {.verb = "update", .resource = "spiderippools/status"});
+  }
+  auto records_settled = [&] {
+    auto p = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", Pool("v4"));
+    if (!p.ok()) return false;
+    auto recs = p->AllocatedIPs();
+    if (!recs.ok()) return false;
+    size_t pods = 0, reservations = 0;
+    for (const auto& [ip, rec] : *recs) (api::IsNodeReservation(rec) ? reservations : pods)++;
+    return pods == 10 && reservations == 0 && p->status.allocated_ip_count == 10;
+  };
+  for (int i = 0; i < 400 && !records_settled(); ++i) absl::SleepFor(absl::Milliseconds(25));
+  EXPECT_TRUE(records_settled()) << "pod records written and idle reservations given back";
+  for (int i = 0; i < 10; ++i) {
+    api::Pod pod = *kube::Client<api::Pod>(cluster_->rest()).Get(ns_, base::StrCat("p", i));
+    ASSERT_TRUE(agent.Release(Del(pod), Deadline()).ok());
+  }
+  EXPECT_TRUE(Records("v4").empty());
+}
+
+// The DRA devices this node publishes are sized by agent::dra::PoolCapacities. Reserving a
+// block takes IPs out of the pool's freeIPCount for this node's use; counted from freeIPCount
+// alone, the node's device count dropped by a whole block at its first ADD (10 -> 5 with two
+// pods starting, seen on a real node) and could make the scheduler refuse a claim that fits.
+// Sampled all through ADDs and DELs, the capacity never falls below the IPs no pod holds.
+TEST_P(ReservationTest, DeviceCapacityNeverDropsBelowWhatIsFree) {
+  constexpr int kIPs = 10;
+  CreatePool("v4", "10.72.0.0/24", {"10.72.0.1-10.72.0.10"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
+  IpamService& agent = Agent("a");
+  const std::string node = Node("a");
+  auto capacity = [&]() -> int64_t {
+    std::vector<::spiderpool::dra::resourceslice::PoolCapacity> caps = agent::dra::PoolCapacities(
+        agent.CachedPools(), node, agent.NodeLabels(),
+        [&](const std::string& pool) { return agent.HandedOutReservations(pool); });
+    for (const auto& c : caps) {
+      if (c.name == Pool("v4")) return c.free_ips;
+    }
+    return -1;
+  };
+  for (int i = 0; i < 200 && capacity() != kIPs; ++i) absl::SleepFor(absl::Milliseconds(10));
+  ASSERT_EQ(capacity(), kIPs);
+
+  std::atomic<int> held{0};  // at least the IPs pods hold: counted before an ADD, after a DEL
+  std::atomic<bool> done{false};
+  std::atomic<int> samples{0}, worst{kIPs};
+  std::thread sampler([&] {
+    while (!done.load()) {
+      int before = held.load();
+      int64_t cap = capacity();
+      int free = kIPs - std::max(before, held.load());  // the fewest that can be free meanwhile
+      worst.store(std::min<int>(worst.load(), static_cast<int>(cap) - free));
+      samples.fetch_add(1);
+      absl::SleepFor(absl::Microseconds(200));
+    }
+  });
+  std::vector<api::Pod> pods;
+  for (int i = 0; i < 4; ++i) {
+    pods.push_back(CreatePod(base::StrCat("d", i), "a"));
+    held.fetch_add(1);
+    auto r = agent.Allocate(Add(pods.back()), Deadline());
+    ASSERT_TRUE(r.ok()) << r.status();
+    absl::SleepFor(absl::Milliseconds(50));  // let the status writes and watch events land
+  }
+  EXPECT_GE(agent.block_stats().reserved, 1) << "the case needs a reserved block";
+  absl::SleepFor(absl::Seconds(3));  // flushes, idle reservations given back
+  for (const api::Pod& pod : pods) {
+    ASSERT_TRUE(agent.Release(Del(pod), Deadline()).ok());
+    // A released IP shows once the pool's watch event is in (the samples hold `held` until
+    // then): the capacity lags a release by the watch latency, it never runs ahead of one.
+    const int want = kIPs - (held.load() - 1);
+    for (int i = 0; i < 300 && capacity() < want; ++i) absl::SleepFor(absl::Milliseconds(10));
+    EXPECT_GE(capacity(), want) << "the released IP of " << pod.metadata.name << " never showed";
+    held.fetch_sub(1);
+  }
+  done.store(true);
+  sampler.join();
+  EXPECT_GT(samples.load(), 50);
+  EXPECT_GE(worst.load(), 0) << "the capacity fell " << -worst.load()
+                             << " below the IPs no pod holds";
+  for (int i = 0; i < 300 && capacity() != kIPs; ++i) absl::SleepFor(absl::Milliseconds(10));
+  EXPECT_EQ(capacity(), kIPs) << "every IP free again";
+}
+
+// The agent reserves what the pods waiting on its node need (their ADDs are still to come),
+// not just a fair part of the pool: one write serves them all.
+TEST_P(ReservationTest, ReservationsCoverThePodsWaitingOnTheNode) {
+  // 20 IPs: a fair part would be half of the free ones (9 after the first pod's own IP).
+  CreatePool("v4", "10.71.0.0/24", {"10.71.0.1-10.71.0.20"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
+  std::vector<api::Pod> pods;
+  for (int i = 0; i < 12; ++i) pods.push_back(CreatePod(base::StrCat("w", i), "a"));
+  IpamService& agent = Agent("a");  // its pod cache holds the 12 waiting pods
+  ASSERT_TRUE(agent.Allocate(Add(pods[0]), Deadline()).ok());
+  auto p = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", Pool("v4"));
+  ASSERT_TRUE(p.ok()) << p.status();
+  auto recs = p->AllocatedIPs();
+  ASSERT_TRUE(recs.ok()) << recs.status();
+  int reserved = 0;
+  for (const auto& [ip, rec] : *recs) reserved += api::IsNodeReservation(rec);
+  EXPECT_GE(reserved, 11) << "the first write should reserve for the 11 pods still waiting";
+  EXPECT_LE(reserved, 12);
+  std::set<std::string> ips;
+  for (size_t i = 1; i < pods.size(); ++i) {
+    auto r = agent.Allocate(Add(pods[i]), Deadline());
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(ips.insert(r->ips[0].address).second) << "duplicate " << r->ips[0].address;
+  }
+  // 11, or 12 when the prewarm (blocks.h point 4) came before the first ADD.
+  EXPECT_GE(agent.block_stats().taken, 11);
+  EXPECT_EQ(Records("v4").size(), 12u);
+}
+
+// Pods scheduled to the node before the agent (re)starts: it reserves their IPs before their
+// first ADD, in the pool the selection picks for them and in no other, so even the first ADD
+// of the node needs no pool write of its own (issue 17 point 1).
+TEST_P(ReservationTest, PrewarmsThePoolsOfTheWaitingPodsBeforeTheirFirstAdd) {
+  CreatePool("v4", "10.73.0.0/24", {"10.73.0.1-10.73.0.40"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
+  CreatePool("other", "10.74.0.0/24", {"10.74.0.1-10.74.0.40"});  // no pod here selects it
+  std::vector<api::Pod> pods;
+  for (int i = 0; i < 6; ++i) pods.push_back(CreatePod(base::StrCat("w", i), "a"));
+  IpamService& agent = Agent("a");
+  // Bounded wait (the prewarm comes within prewarm_stagger, 1 s): a failure guard only.
+  for (int i = 0; i < 400 && Reservations("v4") < 6; ++i) absl::SleepFor(absl::Milliseconds(25));
+  EXPECT_EQ(Reservations("v4"), 6) << "one IP reserved for each waiting pod, before any ADD";
+  EXPECT_EQ(Reservations("other"), 0) << "no pod is expected to use this pool";
+  EXPECT_EQ(agent.block_stats().prewarmed, 1);
+  std::set<std::string> ips;
+  for (const api::Pod& pod : pods) {
+    auto r = agent.Allocate(Add(pod), Deadline());
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(ips.insert(r->ips[0].address).second) << "duplicate " << r->ips[0].address;
+  }
+  EXPECT_EQ(agent.block_stats().taken, 6) << "every ADD, the first included, used the block";
+  EXPECT_EQ(Records("v4").size(), 6u);
+}
+
+// A DEL returns once the SpiderEndpoint is gone, without writing the pool: here every pool
+// status write fails while it runs. The records are freed in the background once writes work
+// again, without anyone flushing (issue 17 point 1).
+TEST_P(ReservationTest, DelDoesNotWaitForThePoolWrite) {
+  if (cluster_->loopback() == nullptr) GTEST_SKIP() << "needs fault injection";
+  CreatePool("v4", "10.75.0.0/24", {"10.75.0.1-10.75.0.40"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
+  IpamService& agent = Agent("a");
+  std::vector<api::Pod> pods;
+  for (int i = 0; i < 4; ++i) {
+    pods.push_back(CreatePod(base::StrCat("d", i), "a"));
+    ASSERT_TRUE(agent.Allocate(Add(pods.back()), Deadline()).ok());
+  }
+  ASSERT_EQ(Records("v4").size(), 4u);  // written as pod records
+  cluster_->loopback()->FailNext(100000, 500, {.verb = "update", .resource = "spiderippools/status"});
+  for (const api::Pod& pod : pods) {
+    ASSERT_TRUE(agent.Release(Del(pod), Deadline()).ok());
+    EXPECT_TRUE(kube::IsNotFound(Endpoint(pod.metadata.name).status()));
+  }
+  EXPECT_EQ(agent.PendingReleases(), 4);
+  cluster_->loopback()->ClearFaults();
+  auto pod_records = [&] {
+    auto p = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", Pool("v4"));
+    if (!p.ok()) return -1;
+    auto recs = p->AllocatedIPs();
+    if (!recs.ok()) return -1;
+    int n = 0;
+    for (const auto& [ip, rec] : *recs) n += !api::IsNodeReservation(rec);
+    return n;
+  };
+  // Bounded wait (the keeper retries a failed write after 1 s): a failure guard only.
+  for (int i = 0; i < 400 && pod_records() != 0; ++i) absl::SleepFor(absl::Milliseconds(25));
+  EXPECT_EQ(pod_records(), 0) << "the background write must free the released records";
+  EXPECT_EQ(agent.PendingReleases(), 0);
+  EXPECT_EQ(agent.block_stats().released_in_background, 4);
+}
+
+// Exhaustion is global (issue 17 point 2): a pool whose free IPs sit idle in another node's
+// reservations is not full. Node a holds most of the pool for pods that wait there; node b's
+// ADDs find no unreserved IP, ask, and get a's idle reservations. Only when no IP is free
+// anywhere does an ADD fail, naming the pool and who holds its IPs.
+TEST_P(ReservationTest, AFullPoolTakesOtherNodesIdleReservationsBeforeItFails) {
+  CreatePool("v4", "10.76.0.0/24", {"10.76.0.1-10.76.0.10"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
+  for (int i = 0; i < 8; ++i) CreatePod(base::StrCat("wa", i), "a");  // never ADDed
+  IpamService& a = Agent("a");
+  for (int i = 0; i < 400 && Reservations("v4") < 8; ++i) absl::SleepFor(absl::Milliseconds(25));
+  ASSERT_EQ(Reservations("v4"), 8) << "node a should hold 8 of the 10 IPs for its waiting pods";
+  IpamService& b = Agent("b");
+  std::set<std::string> ips;
+  for (int i = 0; i < 10; ++i) {
+    api::Pod pod = CreatePod(base::StrCat("b", i), "b");
+    auto r = b.Allocate(Add(pod), Deadline());
+    ASSERT_TRUE(r.ok()) << "ADD " << i << " on node b: " << r.status();
+    EXPECT_TRUE(ips.insert(r->ips[0].address).second) << "duplicate " << r->ips[0].address;
+  }
+  EXPECT_GE(a.block_stats().released, 8) << "node a gave its idle reservations back";
+  ASSERT_TRUE(b.FlushReservations(Deadline()).ok());  // b's pods' IPs as pod records
+  api::Pod last = CreatePod("b10", "b");
+  auto full = b.Allocate(Add(last), Deadline());
+  ASSERT_FALSE(full.ok());
+  EXPECT_TRUE(absl::IsResourceExhausted(full.status())) << full.status();
+  EXPECT_THAT(full.status().message(), HasSubstr(Pool("v4")));
+  EXPECT_THAT(full.status().message(), HasSubstr("10 IPs, 10 held by pods")) << full.status();
+}
+
+// An agent that dies with IPs handed out from its reservations (pods running, records not yet
+// converted): the next agent on the node recovers them from the SpiderEndpoints, writes them,
+// never hands them out again, and gives the unused reservations back.
+TEST_P(ReservationTest, ReservationsSurviveAnAgentCrash) {
+  if (cluster_->loopback() == nullptr) GTEST_SKIP() << "needs fault injection";
+  CreatePool("v4", "10.80.0.0/24", {"10.80.0.1-10.80.0.40"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
+  const std::map<std::string, std::string> held = AddThenCrash(4);  // pod -> ip
+  ASSERT_EQ(held.size(), 4u);
+  ASSERT_GE(Reservations("v4"), 3) << "the crash should have left reservations behind";
+
+  IpamService& next = Agent("a");
+  std::set<std::string> ips;
+  for (const auto& [pod, ip] : held) ips.insert(ip);
+  for (int i = 4; i < 12; ++i) {
+    api::Pod pod = CreatePod(base::StrCat("p", i), "a");
+    auto r = next.Allocate(Add(pod), Deadline());
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(ips.insert(r->ips[0].address).second) << "handed out twice: " << r->ips[0].address;
+  }
+  api::PoolIPAllocations after = Records("v4");
+  EXPECT_EQ(after.size(), 12u);
+  for (const auto& [pod, ip] : held) {
+    auto rec = after.find(ip.substr(0, ip.find('/')));
+    ASSERT_NE(rec, after.end()) << pod << " lost its record";
+    EXPECT_EQ(rec->second.pod, ns_ + "/" + pod);
+  }
+}
+
+// Found by bench/chaos: an agent restarted (SIGKILL) while holding reservations recovered them
+// only at its node's next ADD, so on a node where no pod started they stayed reserved for ever
+// (IPs no other node could use). Now the restarted agent records what it had handed out and
+// gives the rest back after its idle time, without any ADD.
+TEST_P(ReservationTest, ACrashedAgentsReservationsGoBackWithoutAnAdd) {
+  if (cluster_->loopback() == nullptr) GTEST_SKIP() << "needs fault injection";
+  CreatePool("v4", "10.81.0.0/24", {"10.81.0.1-10.81.0.40"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
+  const std::map<std::string, std::string> held = AddThenCrash(4);  // pod -> ip
+  ASSERT_EQ(held.size(), 4u);
+  auto reservations = [&] { return Reservations("v4"); };
+  ASSERT_GT(reservations(), 4) << "the crash should have left free reservations behind";
+
+  Agent("a");  // restarted; no pod starts on the node
+  // Bounded wait (idle_release is 2 s): a failure guard, not a timing assertion.
+  for (int i = 0; i < 400 && reservations() != 0; ++i) absl::SleepFor(absl::Milliseconds(25));
+  EXPECT_EQ(reservations(), 0) << "the restarted agent must give back what no pod holds";
+  auto p = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", Pool("v4"));
+  ASSERT_TRUE(p.ok());
+  api::PoolIPAllocations recs = *p->AllocatedIPs();
+  EXPECT_EQ(recs.size(), 4u);
+  for (const auto& [pod, ip] : held) {
+    auto rec = recs.find(ip.substr(0, ip.find('/')));
+    ASSERT_NE(rec, recs.end()) << pod << " lost its IP";
+    EXPECT_EQ(rec->second.pod, ns_ + "/" + pod);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(NodeReservations, ReservationTest, ::testing::Values(16),
+                         NodeReservationsName);
+
+}  // namespace
+}  // namespace spiderpool::agent::ipam
