@@ -108,16 +108,6 @@ int Fail(std::string_view what, const absl::Status& s) {
   return 1;
 }
 
-template <typename T>
-std::unique_ptr<kube::Runnable> InformerRunnable(kube::Informer<T>* informer) {
-  return std::make_unique<kube::FuncRunnable>(
-      base::StrCat("informer/", T::Resource().plural), /*needs_leader=*/false,
-      [informer](std::stop_token stop) {
-        informer->Run(stop);
-        return absl::OkStatus();
-      });
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -289,16 +279,16 @@ int main(int argc, char** argv) {
       manager.Add(std::move(*webhook));
     }
   }
-  manager.Add(InformerRunnable(&pools));
-  manager.Add(InformerRunnable(&subnets));
-  manager.Add(InformerRunnable(&reserved));
-  manager.Add(InformerRunnable(&endpoints));
-  manager.Add(InformerRunnable(&pods));
-  manager.Add(InformerRunnable(&nodes));
-  manager.Add(InformerRunnable(&statefulsets));
+  manager.Add(kube::InformerRunnable(&pools));
+  manager.Add(kube::InformerRunnable(&subnets));
+  manager.Add(kube::InformerRunnable(&reserved));
+  manager.Add(kube::InformerRunnable(&endpoints));
+  manager.Add(kube::InformerRunnable(&pods));
+  manager.Add(kube::InformerRunnable(&nodes));
+  manager.Add(kube::InformerRunnable(&statefulsets));
   if (pod_resource_inject && absl::GetFlag(FLAGS_webhook_port) >= 0) {
-    manager.Add(InformerRunnable(&inject_smcs));
-    manager.Add(InformerRunnable(&inject_namespaces));
+    manager.Add(kube::InformerRunnable(&inject_smcs));
+    manager.Add(kube::InformerRunnable(&inject_namespaces));
   }
 
   std::stop_source stop;

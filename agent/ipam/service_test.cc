@@ -2,6 +2,7 @@
 // SPIDERPOOL_TEST_KUBECONFIG): the whole request flow without the network parts — pods,
 // pools, records, SpiderEndpoints, several agents at once, failures that must leave nothing.
 #include "agent/ipam/service.h"
+#include "agent/ipam/test_agent.h"
 
 #include <atomic>
 #include <set>
@@ -84,12 +85,11 @@ class ServiceTest : public ::testing::TestWithParam<int64_t> {
     auto rest = cluster_->NewRest();
     EXPECT_TRUE(rest.ok());
     config.node_ip_block_size = GetParam();
-    auto s = std::make_unique<IpamService>(
+    auto s = std::make_unique<TestAgent>(
         *rest, ServiceOptions{.node_name = Node(node), .config = config});
-    s->Start();
-    EXPECT_TRUE(s->WaitForSync(absl::Seconds(30)));
+    EXPECT_TRUE(s->service.WaitForSync(absl::Seconds(30)));
     services_.push_back(std::move(s));
-    return *services_.back();
+    return services_.back()->service;
   }
 
   ipamapi::IpamAddArgs Add(const api::Pod& pod, std::string container = "c1",
@@ -108,7 +108,7 @@ class ServiceTest : public ::testing::TestWithParam<int64_t> {
   // it handed out from its reservations.
   api::PoolIPAllocations Records(std::string_view pool) {
     for (const auto& agent : services_) {
-      EXPECT_TRUE(agent->FlushReservations(Deadline()).ok());
+      EXPECT_TRUE(agent->service.FlushReservations(Deadline()).ok());
     }
     auto p = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", Pool(pool));
     EXPECT_TRUE(p.ok()) << p.status();
@@ -130,7 +130,7 @@ class ServiceTest : public ::testing::TestWithParam<int64_t> {
   std::unique_ptr<kube::testing::TestCluster> cluster_;
   std::string ns_;
   std::vector<std::string> pools_;
-  std::vector<std::unique_ptr<IpamService>> services_;
+  std::vector<std::unique_ptr<TestAgent>> services_;
 };
 
 TEST_P(ServiceTest, AllocatesFromTheDefaultPoolAndReleasesOnDel) {
@@ -249,9 +249,9 @@ TEST_P(ServiceTest, FailedAddRecordsOneRateLimitedWarningEventOnThePod) {
                                                   .registry = &registry});
   IPAMConfig config;
   config.node_ip_block_size = GetParam();
-  IpamService agent(cluster_->rest(), {.node_name = Node("a"), .config = config,
+  TestAgent running(cluster_->rest(), {.node_name = Node("a"), .config = config,
                                        .recorder = &recorder});
-  agent.Start();
+  IpamService& agent = running.service;
   ASSERT_TRUE(agent.WaitForSync(absl::Seconds(30)));
 
   // The pod's events, and only those written by this agent (the namespace may hold others).
@@ -706,10 +706,12 @@ TEST_P(ReservationTest, DeviceCapacityNeverDropsBelowWhatIsFree) {
   constexpr int kIPs = 10;
   CreatePool("v4", "10.72.0.0/24", {"10.72.0.1-10.72.0.10"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
   IpamService& agent = Agent("a");
+  const Caches& caches = services_.back()->caches;
   const std::string node = Node("a");
   auto capacity = [&]() -> int64_t {
+    std::shared_ptr<const api::Node> n = caches.node.store().Get(node);
     std::vector<::spiderpool::dra::resourceslice::PoolCapacity> caps = agent::dra::PoolCapacities(
-        agent.CachedPools(), node, agent.NodeLabels(),
+        caches.pools.store().List(), node, n != nullptr ? n->metadata.labels : api::Labels{},
         [&](const std::string& pool) { return agent.HandedOutReservations(pool); });
     for (const auto& c : caps) {
       if (c.name == Pool("v4")) return c.free_ips;

@@ -78,6 +78,18 @@ class StartStopRunnable : public Runnable {
   std::optional<bool> started_;  // guarded by mu_; whether `start` succeeded, once it returned
 };
 
+// An informer (kube::Informer<T>: anything with Run(std::stop_token)) as a runnable on every
+// replica, named "informer/<resource>".
+template <template <typename> class Informer, typename T>
+std::unique_ptr<Runnable> InformerRunnable(Informer<T>* informer) {
+  return std::make_unique<FuncRunnable>(
+      "informer/" + std::string(T::Resource().plural), /*needs_leader=*/false,
+      [informer](std::stop_token stop) {
+        informer->Run(stop);
+        return absl::OkStatus();
+      });
+}
+
 struct ManagerOptions {
   std::string name = "manager";
   // The probe + metrics server; disabled when nullopt.
