@@ -78,6 +78,17 @@ class AgentBinaryTest : public ::testing::Test {
     FAIL() << "no " << line << " in: " << ReadFile(Log());
   }
 
+  // spiderpool-agent --dra-enabled (it execs spiderpool-agent-dra), until main's line once every
+  // part started (not the IPAM server's log "... socket=PATH", which comes before the DRA
+  // parts start).
+  void StartDraAgent() {
+    Start(Runfile("agent/spiderpool-agent"),
+          {"--dra-enabled", "--sysfs-root=", "--kubelet-registry-dir=" + tmp_ + "/registry",
+           "--kubelet-plugins-dir=" + tmp_ + "/plugins", "--dra-cdi-dir=" + tmp_ + "/cdi",
+           "--dra-health-port=-1"},
+          "\nsocket=" + tmp_ + "/ipam.sock\n");
+  }
+
   std::string Log() const { return tmp_ + "/agent.log"; }
   std::string Maps() const { return ReadFile(base::StrCat("/proc/", agent_->pid(), "/maps")); }
   std::string Exe() const {
@@ -103,13 +114,7 @@ TEST_F(AgentBinaryTest, DraEnabledBecomesTheDraBinary) {
   if (cluster_->loopback() == nullptr) {
     GTEST_SKIP() << "publishes ResourceSlices for a made-up node: loopback server only";
   }
-  Start(Runfile("agent/spiderpool-agent"),
-        {"--dra-enabled", "--sysfs-root=", "--kubelet-registry-dir=" + tmp_ + "/registry",
-         "--kubelet-plugins-dir=" + tmp_ + "/plugins", "--dra-cdi-dir=" + tmp_ + "/cdi",
-         "--dra-health-port=-1"},
-        // main's line once every part started (not the IPAM server's log "... socket=PATH",
-        // which comes before the DRA parts start).
-        "\nsocket=" + tmp_ + "/ipam.sock\n");
+  StartDraAgent();
   // Same process (the pid we started), now the DRA build, serving the kubelet plugin.
   EXPECT_EQ(Exe(), "spiderpool-agent-dra");
   EXPECT_NE(Maps().find("libgrpc"), std::string::npos);
@@ -123,11 +128,7 @@ TEST_F(AgentBinaryTest, SigtermStopsTheDraPluginFirstThenTheIpamSocket) {
   if (cluster_->loopback() == nullptr) {
     GTEST_SKIP() << "publishes ResourceSlices for a made-up node: loopback server only";
   }
-  Start(Runfile("agent/spiderpool-agent"),
-        {"--dra-enabled", "--sysfs-root=", "--kubelet-registry-dir=" + tmp_ + "/registry",
-         "--kubelet-plugins-dir=" + tmp_ + "/plugins", "--dra-cdi-dir=" + tmp_ + "/cdi",
-         "--dra-health-port=-1"},
-        "\nsocket=" + tmp_ + "/ipam.sock\n");
+  StartDraAgent();
   agent_->Signal(SIGTERM);
   EXPECT_EQ(agent_->Wait(), 0) << ReadFile(Log());
   agent_.reset();
