@@ -78,6 +78,17 @@ class AgentBinaryTest : public ::testing::Test {
     FAIL() << "no " << line << " in: " << ReadFile(Log());
   }
 
+  // spiderpool-agent --dra-enabled (it execs spiderpool-agent-dra), until main's line once every
+  // part started (not the IPAM server's log "... socket=PATH", which comes before the DRA
+  // parts start).
+  void StartDraAgent() {
+    Start(Runfile("agent/spiderpool-agent"),
+          {"--dra-enabled", "--sysfs-root=", "--kubelet-registry-dir=" + tmp_ + "/registry",
+           "--kubelet-plugins-dir=" + tmp_ + "/plugins", "--dra-cdi-dir=" + tmp_ + "/cdi",
+           "--dra-health-port=-1"},
+          "\nsocket=" + tmp_ + "/ipam.sock\n");
+  }
+
   std::string Log() const { return tmp_ + "/agent.log"; }
   std::string Maps() const { return ReadFile(base::StrCat("/proc/", agent_->pid(), "/maps")); }
   std::string Exe() const {
@@ -103,15 +114,38 @@ TEST_F(AgentBinaryTest, DraEnabledBecomesTheDraBinary) {
   if (cluster_->loopback() == nullptr) {
     GTEST_SKIP() << "publishes ResourceSlices for a made-up node: loopback server only";
   }
-  Start(Runfile("agent/spiderpool-agent"),
-        {"--dra-enabled", "--sysfs-root=", "--kubelet-registry-dir=" + tmp_ + "/registry",
-         "--kubelet-plugins-dir=" + tmp_ + "/plugins", "--dra-cdi-dir=" + tmp_ + "/cdi",
-         "--dra-health-port=-1"},
-        "socket=" + tmp_ + "/ipam.sock");
+  StartDraAgent();
   // Same process (the pid we started), now the DRA build, serving the kubelet plugin.
   EXPECT_EQ(Exe(), "spiderpool-agent-dra");
   EXPECT_NE(Maps().find("libgrpc"), std::string::npos);
   EXPECT_NE(ReadFile(Log()).find("dra_socket="), std::string::npos) << ReadFile(Log());
+}
+
+// SIGTERM stops the parts in the reverse order of their start: the kubelet plugin first (its
+// sockets go, the kubelet moves to a newer instance), the IPAM socket after it, the caches
+// last; exit status 0 and no socket left behind.
+TEST_F(AgentBinaryTest, SigtermStopsTheDraPluginFirstThenTheIpamSocket) {
+  if (cluster_->loopback() == nullptr) {
+    GTEST_SKIP() << "publishes ResourceSlices for a made-up node: loopback server only";
+  }
+  StartDraAgent();
+  agent_->Signal(SIGTERM);
+  EXPECT_EQ(agent_->Wait(), 0) << ReadFile(Log());
+  agent_.reset();
+  const std::string log = ReadFile(Log());
+  auto stopping = [&log](const std::string& runnable) {
+    return log.find("msg=\"stopping runnable\" manager=spiderpool-agent runnable=" + runnable);
+  };
+  const size_t plugin = stopping("\"DRA kubelet plugin\"");
+  const size_t socket = stopping("\"IPAM socket\"");
+  const size_t pools = stopping("informer/spiderippools");
+  ASSERT_NE(plugin, std::string::npos) << log;
+  ASSERT_NE(socket, std::string::npos) << log;
+  ASSERT_NE(pools, std::string::npos) << log;
+  EXPECT_LT(plugin, socket) << log;
+  EXPECT_LT(socket, pools) << log;
+  EXPECT_FALSE(fs::exists(tmp_ + "/ipam.sock"));
+  EXPECT_FALSE(fs::exists(tmp_ + "/registry/netresources.spidernet.io-reg.sock"));
 }
 
 // A start-up failure after the IPAM service and the DRA stack are running (here: the health

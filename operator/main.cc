@@ -212,16 +212,6 @@ int RunCleanup(const std::shared_ptr<kube::RestClient>& rest, const op::cleanup:
 
 // ---- 2. shared caches ------------------------------------------------------------------
 
-template <typename T>
-std::unique_ptr<kube::Runnable> InformerRunnable(kube::Informer<T>* informer) {
-  return std::make_unique<kube::FuncRunnable>(
-      base::StrCat("informer/", T::Resource().plural), /*needs_leader=*/false,
-      [informer](std::stop_token stop) {
-        informer->Run(stop);
-        return absl::OkStatus();
-      });
-}
-
 // The informers the controllers and the webhooks share. They outlive the manager (declared
 // before it) and the controllers that index them.
 struct SharedCaches {
@@ -239,16 +229,16 @@ struct SharedCaches {
   // Added after the controllers, which register their handlers and indexers first. The Pod
   // resource-injection webhook's two run only when that webhook is served.
   void AddTo(kube::Manager* manager, bool pod_resource_inject) {
-    manager->Add(InformerRunnable(&pools));
-    manager->Add(InformerRunnable(&subnets));
-    manager->Add(InformerRunnable(&reserved));
-    manager->Add(InformerRunnable(&endpoints));
-    manager->Add(InformerRunnable(&pods));
-    manager->Add(InformerRunnable(&nodes));
-    manager->Add(InformerRunnable(&statefulsets));
+    manager->Add(kube::InformerRunnable(&pools));
+    manager->Add(kube::InformerRunnable(&subnets));
+    manager->Add(kube::InformerRunnable(&reserved));
+    manager->Add(kube::InformerRunnable(&endpoints));
+    manager->Add(kube::InformerRunnable(&pods));
+    manager->Add(kube::InformerRunnable(&nodes));
+    manager->Add(kube::InformerRunnable(&statefulsets));
     if (pod_resource_inject) {
-      manager->Add(InformerRunnable(&inject_smcs));
-      manager->Add(InformerRunnable(&inject_namespaces));
+      manager->Add(kube::InformerRunnable(&inject_smcs));
+      manager->Add(kube::InformerRunnable(&inject_namespaces));
     }
   }
 

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "api/resource_slice.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/strings.h"
 #include "dra/resourceslice/model.h"
@@ -47,53 +48,58 @@ std::optional<drv::NetworkData> NetworkDataFor(const std::optional<api::SpiderEn
 
 NetworkDataReporter::NetworkDataReporter(std::shared_ptr<kube::RestClient> rest,
                                          drv::NetDriver* driver, NetworkDataOptions options,
-                                         DevicesFn devices)
+                                         DevicesFn devices,
+                                         kube::Informer<api::SpiderEndpoint>* endpoints)
     : rest_(std::move(rest)),
       driver_(driver),
       options_(std::move(options)),
-      devices_(std::move(devices)) {}
+      devices_(std::move(devices)),
+      endpoints_(endpoints),
+      queue_(kube::workqueue::Options{.name = "dra_network_data"}) {
+  if (endpoints_ == nullptr) return;
+  endpoints_->AddHandlers(
+      {.on_add = [this](const api::SpiderEndpoint& e) { Enqueue(e); },
+       .on_update = [this](const api::SpiderEndpoint&, const api::SpiderEndpoint& e) { Enqueue(e); },
+       .on_delete = [this](const api::SpiderEndpoint& e) { Enqueue(e); }});
+}
 
 NetworkDataReporter::~NetworkDataReporter() { Stop(); }
 
+void NetworkDataReporter::Enqueue(const api::SpiderEndpoint& e) {
+  // Ours: the endpoint's pod is on this node (a DEL of another node's pod is not ours).
+  if (!e.status.has_value() || e.status->current.node != options_.node_name) return;
+  queue_.Add(StrCat(e.metadata.namespace_, "/", e.metadata.name));
+}
+
 void NetworkDataReporter::Start() {
-  queue_ = std::make_unique<kube::workqueue::WorkQueue>(
-      kube::workqueue::Options{.name = "dra_network_data"});
-  endpoints_ = std::make_unique<kube::Informer<api::SpiderEndpoint>>(
-      rest_, kube::InformerOptions{.resync_period = options_.resync});
-  auto enqueue = [this](const api::SpiderEndpoint& e) {
-    // Ours: the endpoint's pod is on this node (a DEL of another node's pod is not ours).
-    if (!e.status.has_value() || e.status->current.node != options_.node_name) return;
-    queue_->Add(StrCat(e.metadata.namespace_, "/", e.metadata.name));
-  };
-  endpoints_->AddHandlers({.on_add = enqueue,
-                           .on_update = [enqueue](const api::SpiderEndpoint&,
-                                                  const api::SpiderEndpoint& e) { enqueue(e); },
-                           .on_delete = enqueue});
-  informer_thread_ = std::jthread([this](std::stop_token stop) { endpoints_->Run(stop); });
+  if (endpoints_ != nullptr && options_.resync > absl::ZeroDuration()) {
+    resync_thread_ = std::jthread([this](std::stop_token stop) {
+      while (base::RealClock::Get().SleepFor(options_.resync, stop)) {
+        for (const auto& e : endpoints_->store().List()) Enqueue(*e);
+      }
+    });
+  }
   worker_thread_ = std::jthread([this](std::stop_token stop) {
-    while (std::optional<std::string> key = queue_->Get(stop)) {
+    while (std::optional<std::string> key = queue_.Get(stop)) {
       const size_t slash = key->find('/');
       absl::Status s = Reconcile(key->substr(0, slash), key->substr(slash + 1));
       if (s.ok()) {
-        queue_->Forget(*key);
+        queue_.Forget(*key);
       } else {
         SP_LOG(Warning).Msg("networkData of the pod's claims").KV("pod", *key).KV("error", s.ToString());
-        queue_->AddRateLimited(*key);
+        queue_.AddRateLimited(*key);
       }
-      queue_->Done(*key);
+      queue_.Done(*key);
     }
   });
 }
 
 void NetworkDataReporter::Stop() {
-  if (queue_) queue_->ShutDown();
-  if (worker_thread_.joinable()) {
-    worker_thread_.request_stop();
-    worker_thread_.join();
-  }
-  if (informer_thread_.joinable()) {
-    informer_thread_.request_stop();
-    informer_thread_.join();
+  queue_.ShutDown();
+  for (std::jthread* t : {&resync_thread_, &worker_thread_}) {
+    if (!t->joinable()) continue;
+    t->request_stop();
+    t->join();
   }
 }
 

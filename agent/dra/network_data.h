@@ -8,9 +8,12 @@
 // — the endpoint's interface whose pool serves the device (the device carries that pool's
 // attribute, dra/resourceslice PoolAttributeName), or the pod's only interface. Written when
 // the endpoint appears (CNI ADD done), rewritten when it changes (re-ADD), removed when the
-// endpoint goes (CNI DEL released the IPs). A periodic resync repairs missed events.
+// endpoint goes (CNI DEL released the IPs). A periodic resync repairs missed events. The
+// SpiderEndpoints come from the agent's shared cache (agent/ipam/caches.h); the reporter only
+// registers its handlers on it (in the constructor: before the cache runs).
 //
-//   NetworkDataReporter r(rest, &net_driver, {.node_name = node}, [&] { return devices(); });
+//   NetworkDataReporter r(rest, &net_driver, {.node_name = node}, [&] { return devices(); },
+//                         &caches.endpoints);
 //   r.Start();  ...  r.Stop();
 
 #include <functional>
@@ -48,11 +51,13 @@ std::optional<::spiderpool::dra::driver::NetworkData> NetworkDataFor(
 class NetworkDataReporter {
  public:
   using DevicesFn = std::function<std::vector<api::Device>()>;
+  // `endpoints` (outlives the reporter) may be null: then only Reconcile (tests).
   NetworkDataReporter(std::shared_ptr<kube::RestClient> rest,
                       ::spiderpool::dra::driver::NetDriver* driver, NetworkDataOptions options,
-                      DevicesFn devices);
+                      DevicesFn devices, kube::Informer<api::SpiderEndpoint>* endpoints);
   ~NetworkDataReporter();  // Stop()
 
+  // The worker and the resync; once (a stopped reporter does not start again).
   void Start();
   void Stop();
 
@@ -61,13 +66,15 @@ class NetworkDataReporter {
   absl::Status Reconcile(const std::string& ns, const std::string& pod);
 
  private:
+  void Enqueue(const api::SpiderEndpoint& e);
+
   std::shared_ptr<kube::RestClient> rest_;
   ::spiderpool::dra::driver::NetDriver* driver_;
   NetworkDataOptions options_;
   DevicesFn devices_;
-  std::unique_ptr<kube::Informer<api::SpiderEndpoint>> endpoints_;
-  std::unique_ptr<kube::workqueue::WorkQueue> queue_;
-  std::jthread informer_thread_;
+  kube::Informer<api::SpiderEndpoint>* endpoints_;
+  kube::workqueue::WorkQueue queue_;
+  std::jthread resync_thread_;
   std::jthread worker_thread_;
 };
 

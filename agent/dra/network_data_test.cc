@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <thread>
 
 #include "dra/resourceslice/model.h"
 #include "kube/rest/client.h"
@@ -113,7 +114,7 @@ class ReporterTest : public ::testing::Test {
 
 TEST_F(ReporterTest, WrittenUpdatedAndClearedWithTheEndpoint) {
   CreateClaim("uid-a");
-  NetworkDataReporter r(cluster_->rest(), driver_.get(), {.node_name = kNode}, nullptr);
+  NetworkDataReporter r(cluster_->rest(), driver_.get(), {.node_name = kNode}, nullptr, nullptr);
   // No endpoint yet (CNI ADD not done): nothing written.
   ASSERT_TRUE(r.Reconcile(ns_, "pod-a").ok());
   EXPECT_FALSE(NetworkData().has_value());
@@ -144,7 +145,10 @@ TEST_F(ReporterTest, WrittenUpdatedAndClearedWithTheEndpoint) {
 
 TEST_F(ReporterTest, TheRunningReporterFollowsEndpointEvents) {
   CreateClaim("uid-b");
-  NetworkDataReporter r(cluster_->rest(), driver_.get(), {.node_name = kNode}, nullptr);
+  // The agent's shared SpiderEndpoint cache (agent/ipam/caches.h), run here by the test.
+  kube::Informer<api::SpiderEndpoint> cache(cluster_->rest());
+  NetworkDataReporter r(cluster_->rest(), driver_.get(), {.node_name = kNode}, nullptr, &cache);
+  std::jthread informer([&cache](std::stop_token stop) { cache.Run(stop); });
   r.Start();
   kube::Client<api::SpiderEndpoint> endpoints(cluster_->rest());
   ASSERT_TRUE(endpoints.Create(Endpoint(ns_, "uid-b", "10.6.0.20/16", "pool-a")).ok());

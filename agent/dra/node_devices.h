@@ -4,8 +4,8 @@
 //     free addresses of the SpiderIPPools this node may use (from the IPAM caches), and
 //   - the device-plugin fallback (dra/deviceplugin), for clusters without DRA.
 //
-//   NodeDevices devices(rest, options, [&] { return PoolCapacities(service.CachedPools(), ...); });
-//   service.OnPoolsOrNodeChanged([&] { devices.Refresh(); });
+//   NodeDevices devices(rest, options, [&] { return PoolCapacities(caches.pools.store().List(), ...); });
+//   (handlers on the pool and node caches call devices.Refresh(); agent/dra/compose.cc)
 //   devices.Start();  ...  devices.Stop();
 //
 // One thread watches netlink (inside `netns_path` when set: the demo runs each "node" as a

@@ -61,24 +61,10 @@ absl::StatusOr<ipamapi::CoordinatorConfig> CoordinatorConfigFor(const api::Spide
   return c;
 }
 
-CoordinatorConfigSource::CoordinatorConfigSource(std::shared_ptr<kube::RestClient> rest,
-                                                 CoordinatorSourceOptions options)
-    : options_(std::move(options)),
-      informer_(std::move(rest),
-                {.field_selector = base::StrCat("metadata.name=", options_.name),
-                 .registry = options_.registry}) {}
-
-CoordinatorConfigSource::~CoordinatorConfigSource() { Stop(); }
-
-void CoordinatorConfigSource::Start() {
-  thread_ = std::jthread([this](std::stop_token s) { informer_.Run(s); });
-}
-
-void CoordinatorConfigSource::Stop() {
-  if (!thread_.joinable()) return;
-  thread_.request_stop();
-  thread_.join();
-}
+CoordinatorConfigSource::CoordinatorConfigSource(
+    const kube::Informer<api::SpiderCoordinator>* coordinators, const kube::Informer<api::Pod>* pods,
+    std::string name)
+    : coordinators_(coordinators), pods_(pods), name_(std::move(name)) {}
 
 bool CoordinatorConfigSource::WaitForSync(absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
@@ -90,21 +76,22 @@ bool CoordinatorConfigSource::WaitForSync(absl::Duration timeout) {
 }
 
 bool CoordinatorConfigSource::Ready() const {
-  return informer_.HasSynced() && (!options_.pods_synced || options_.pods_synced());
+  return coordinators_->HasSynced() && (pods_ == nullptr || pods_->HasSynced());
 }
 
 absl::StatusOr<ipamapi::CoordinatorConfig> CoordinatorConfigSource::GetCoordinatorConfig(
     const ipamapi::GetCoordinatorArgs& args) {
-  std::shared_ptr<const api::SpiderCoordinator> coord = informer_.store().Get(options_.name);
+  std::shared_ptr<const api::SpiderCoordinator> coord = coordinators_->store().Get(name_);
   std::shared_ptr<const api::Pod> pod;
-  if (options_.cached_pod && !args.pod_namespace.empty() && !args.pod_name.empty()) {
-    pod = options_.cached_pod(args.pod_namespace, args.pod_name);
+  if (pods_ != nullptr && !args.pod_namespace.empty() && !args.pod_name.empty()) {
+    const std::string key = base::StrCat(args.pod_namespace, "/", args.pod_name);  // the store's
+    pod = pods_->store().Get(key);
     if (pod == nullptr) {
       SP_LOG(Debug).Msg("coordinator config: pod not in this node's cache; no annotation override")
-          .KV("pod", base::StrCat(args.pod_namespace, "/", args.pod_name));
+          .KV("pod", key);
     }
   }
-  return CoordinatorConfigFor(coord.get(), pod.get(), options_.name);
+  return CoordinatorConfigFor(coord.get(), pod.get(), name_);
 }
 
 }  // namespace spiderpool::agent::ipam

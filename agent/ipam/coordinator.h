@@ -1,11 +1,10 @@
 #pragma once
 // GET /v1/coordinator/config (reference §3.1, §1.6): the settings the `coordinator` CNI plugin
-// uses where its own netconf leaves a key unset, read from this agent's informer cache of the
+// uses where its own netconf leaves a key unset, read from the agent's informer cache of the
 // SpiderCoordinator `default` and, for the pod's `ipam.spidernet.io/default-route-nic`
-// annotation, from the IPAM service's cache of this node's pods.
+// annotation, from its cache of this node's pods (both in caches.h; read only).
 //
-//   CoordinatorConfigSource coordinator(rest, {.cached_pod = ..., .pods_synced = ...});
-//   coordinator.Start();
+//   CoordinatorConfigSource coordinator(&caches.coordinator, &caches.pods);
 //   IpamServer::Start(options, &service, &coordinator);
 //
 // The answer is the spec with the webhook's defaults applied here too (mode auto,
@@ -15,10 +14,8 @@
 // that is missing, or whose status.phase is not Synced, is FailedPrecondition: HTTP 500 with a
 // message naming the object, its phase and reason (upstream answers 500 then too).
 
-#include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -28,8 +25,6 @@
 #include "api/core.h"
 #include "api/spider.h"
 #include "kube/informer/informer.h"
-#include "kube/metrics/metrics.h"
-#include "kube/rest/client.h"
 
 namespace spiderpool::agent::ipam {
 
@@ -39,25 +34,15 @@ absl::StatusOr<ipamapi::CoordinatorConfig> CoordinatorConfigFor(const api::Spide
                                                                 const api::Pod* pod,
                                                                 const std::string& name);
 
-struct CoordinatorSourceOptions {
-  // The SpiderCoordinator to serve (upstream: the single instance `default`).
-  std::string name = std::string(api::kDefaultCoordinatorName);
-  // This node's pod cache (IpamService::CachedPod): nullptr when the pod is not in it, which
-  // only means no annotation override. Unset: no override at all.
-  std::function<std::shared_ptr<const api::Pod>(const std::string& ns, const std::string& name)>
-      cached_pod;
-  // Whether that cache has synced (IpamService::PodsSynced); unset = always.
-  std::function<bool()> pods_synced;
-  kube::metrics::Registry* registry = nullptr;
-};
-
 class CoordinatorConfigSource : public CoordinatorBackend {
  public:
-  CoordinatorConfigSource(std::shared_ptr<kube::RestClient> rest, CoordinatorSourceOptions options);
-  ~CoordinatorConfigSource() override;  // Stop()
+  // `coordinators`: the cache of the one SpiderCoordinator to serve (upstream: `default`),
+  // watched by name. `pods`: this node's pods (a pod not in it only means no annotation
+  // override); nullptr = no override at all. Both outlive the source.
+  CoordinatorConfigSource(const kube::Informer<api::SpiderCoordinator>* coordinators,
+                          const kube::Informer<api::Pod>* pods,
+                          std::string name = std::string(api::kDefaultCoordinatorName));
 
-  void Start();  // the SpiderCoordinator informer (one watch, on the one object)
-  void Stop();
   bool WaitForSync(absl::Duration timeout);
 
   bool Ready() const override;
@@ -65,9 +50,9 @@ class CoordinatorConfigSource : public CoordinatorBackend {
       const ipamapi::GetCoordinatorArgs& args) override;
 
  private:
-  CoordinatorSourceOptions options_;
-  kube::Informer<api::SpiderCoordinator> informer_;
-  std::jthread thread_;
+  const kube::Informer<api::SpiderCoordinator>* coordinators_;
+  const kube::Informer<api::Pod>* pods_;
+  std::string name_;
 };
 
 }  // namespace spiderpool::agent::ipam

@@ -6,7 +6,7 @@
 
 #include <functional>
 
-#include "agent/ipam/service.h"
+#include "agent/ipam/test_agent.h"
 #include "base/strings.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -129,7 +129,7 @@ class CoordinatorSourceTest : public kube::testing::SpiderClusterTest {
 
   void TearDown() override {
     source_.reset();
-    service_.reset();
+    agent_.reset();
     if (cluster_ == nullptr) return;
     (void)kube::Client<api::SpiderCoordinator>(cluster_->rest()).Delete("", name_);
     (void)kube::Client<api::Node>(cluster_->rest()).Delete("", node_);
@@ -149,21 +149,14 @@ class CoordinatorSourceTest : public kube::testing::SpiderClusterTest {
     return created.ok() ? *created : pod;
   }
 
-  // The agent's wiring (main.cc): the IPAM service's pod cache feeds the source.
+  // The agent's wiring (main.cc): the shared caches' coordinator and pods feed the source.
   void StartAgent() {
     auto rest = cluster_->NewRest();
     ASSERT_TRUE(rest.ok());
-    service_ = std::make_unique<IpamService>(*rest, ServiceOptions{.node_name = node_});
-    service_->Start();
-    ASSERT_TRUE(service_->WaitForSync(absl::Seconds(30)));
-    IpamService* s = service_.get();
-    source_ = std::make_unique<CoordinatorConfigSource>(
-        *rest, CoordinatorSourceOptions{
-                   .name = name_,
-                   .cached_pod = [s](const std::string& ns,
-                                     const std::string& n) { return s->CachedPod(ns, n); },
-                   .pods_synced = [s] { return s->PodsSynced(); }});
-    source_->Start();
+    agent_ = std::make_unique<TestAgent>(*rest, ServiceOptions{.node_name = node_}, name_);
+    ASSERT_TRUE(agent_->service.WaitForSync(absl::Seconds(30)));
+    source_ = std::make_unique<CoordinatorConfigSource>(&agent_->caches.coordinator,
+                                                        &agent_->caches.pods, name_);
     ASSERT_TRUE(source_->WaitForSync(absl::Seconds(30)));
   }
 
@@ -182,7 +175,7 @@ class CoordinatorSourceTest : public kube::testing::SpiderClusterTest {
   }
 
   std::string ns_, name_, node_;
-  std::unique_ptr<IpamService> service_;
+  std::unique_ptr<TestAgent> agent_;
   std::unique_ptr<CoordinatorConfigSource> source_;
 };
 

@@ -80,20 +80,20 @@ class IpamService::PodLock {
 
 // ---- lifecycle ------------------------------------------------------------------------------
 
-IpamService::IpamService(std::shared_ptr<kube::RestClient> rest, ServiceOptions options)
+IpamService::IpamService(std::shared_ptr<kube::RestClient> rest, ServiceOptions options,
+                         Caches& caches)
     : rest_(rest),
       options_(std::move(options)),
       clock_(options_.clock ? options_.clock : &base::RealClock::Get()),
       pods_(rest),
       endpoints_(rest),
-      pod_informer_(rest, {.field_selector = base::StrCat("spec.nodeName=", options_.node_name),
-                           .registry = options_.registry}),
-      namespace_informer_(rest, {.registry = options_.registry}),
-      node_informer_(rest, {.field_selector = base::StrCat("metadata.name=", options_.node_name),
-                            .registry = options_.registry}),
-      pool_informer_(rest, {.registry = options_.registry}),
-      reserved_informer_(rest, {.registry = options_.registry}),
-      endpoint_informer_(rest, {.registry = options_.registry}),
+      caches_(caches),
+      pod_informer_(caches.pods),
+      namespace_informer_(caches.namespaces),
+      node_informer_(caches.node),
+      pool_informer_(caches.pools),
+      reserved_informer_(caches.reserved_ips),
+      endpoint_informer_(caches.endpoints),
       writer_(rest,
               {.node_name = options_.node_name,
                .block_size = options_.config.node_ip_block_size,
@@ -114,40 +114,6 @@ IpamService::IpamService(std::shared_ptr<kube::RestClient> rest, ServiceOptions 
          writer_.OnPoolChanged(&before, after);
        }});
   pod_informer_.AddHandlers({.on_add = [this](const api::Pod&) { writer_.OnPodAdded(); }});
-}
-
-std::vector<std::shared_ptr<const api::SpiderIPPool>> IpamService::CachedPools() const {
-  return pool_informer_.store().List();
-}
-
-std::shared_ptr<const api::Pod> IpamService::CachedPod(const std::string& ns,
-                                                      const std::string& name) const {
-  return pod_informer_.store().Get(Key(ns, name));
-}
-
-api::Labels IpamService::NodeLabels() const {
-  if (auto node = node_informer_.store().Get(options_.node_name); node != nullptr) {
-    return node->metadata.labels;
-  }
-  return {};
-}
-
-void IpamService::OnPoolsOrNodeChanged(std::function<void()> fn) {
-  auto pool_changed = [fn](const api::SpiderIPPool&) { fn(); };
-  pool_informer_.AddHandlers(
-      {.on_add = pool_changed,
-       .on_update = [fn](const api::SpiderIPPool&, const api::SpiderIPPool&) { fn(); },
-       .on_delete = pool_changed});
-  const std::string node = options_.node_name;
-  auto node_changed = [fn, node](const api::Node& n) {
-    if (n.metadata.name == node) fn();
-  };
-  node_informer_.AddHandlers(
-      {.on_add = node_changed,
-       .on_update = [fn, node](const api::Node&, const api::Node& n) {
-         if (n.metadata.name == node) fn();
-       },
-       .on_delete = node_changed});
 }
 
 IpamService::~IpamService() {
@@ -204,27 +170,11 @@ void IpamService::RegisterMetrics(kube::metrics::Registry& registry) {
   });
 }
 
-void IpamService::Start() {
-  threads_.emplace_back([this](std::stop_token s) { pod_informer_.Run(s); });
-  threads_.emplace_back([this](std::stop_token s) { namespace_informer_.Run(s); });
-  threads_.emplace_back([this](std::stop_token s) { node_informer_.Run(s); });
-  threads_.emplace_back([this](std::stop_token s) { pool_informer_.Run(s); });
-  threads_.emplace_back([this](std::stop_token s) { reserved_informer_.Run(s); });
-  threads_.emplace_back([this](std::stop_token s) { endpoint_informer_.Run(s); });
-  writer_.Start();
-}
+void IpamService::Start() { writer_.Start(); }
 
-void IpamService::Stop() {
-  writer_.Stop();
-  for (auto& t : threads_) t.request_stop();
-  threads_.clear();  // joins
-}
+void IpamService::Stop() { writer_.Stop(); }
 
-bool IpamService::Ready() const {
-  return pod_informer_.HasSynced() && namespace_informer_.HasSynced() &&
-         node_informer_.HasSynced() && pool_informer_.HasSynced() &&
-         reserved_informer_.HasSynced() && endpoint_informer_.HasSynced();
-}
+bool IpamService::Ready() const { return caches_.IpamSynced(); }
 
 bool IpamService::WaitForSync(absl::Duration timeout) {
   const absl::Time deadline = clock_->Now() + timeout;

@@ -1,7 +1,8 @@
 #pragma once
 // The agent's IPAM request flow (reference §2.1, §2.5, §2.6, §2.10), on top of:
-//   - informer caches: this node's Pods, Namespaces, this Node, SpiderIPPools,
-//     SpiderReservedIPs, SpiderEndpoints (a cache miss falls back to one GET);
+//   - the agent's informer caches (caches.h, shared; not owned): this node's Pods, Namespaces,
+//     this Node, SpiderIPPools, SpiderReservedIPs, SpiderEndpoints (a cache miss falls back to
+//     one GET);
 //   - ipam/ (pure): candidate pools, the per-pool allocator, the result shape;
 //   - GroupCommitter: every pool write, batched with whatever else is queued for the pool.
 //
@@ -39,6 +40,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "agent/ipam/blocks.h"
+#include "agent/ipam/caches.h"
 #include "agent/ipam/committer.h"
 #include "agent/ipam/pool_writer.h"
 #include "agent/ipam/config.h"
@@ -77,10 +79,12 @@ struct ServiceOptions {
 
 class IpamService : public IpamBackend {
  public:
-  IpamService(std::shared_ptr<kube::RestClient> rest, ServiceOptions options);
+  // Registers its handlers on `caches` (must outlive the service): before they run.
+  IpamService(std::shared_ptr<kube::RestClient> rest, ServiceOptions options, Caches& caches);
   ~IpamService() override;  // Stop()
 
-  // Starts the informers; Ready() once every cache has synced.
+  // Starts and stops the pool writer's background threads; Ready() once every IPAM cache has
+  // synced (the caches are run by their owner).
   void Start();
   void Stop();
   // Blocks until the caches are synced (or the timeout passes).
@@ -104,16 +108,6 @@ class IpamService : public IpamBackend {
   // Pod records of DELs that returned and that the background has not freed yet (blocks.h).
   int64_t PendingReleases() const { return writer_.PendingReleases(); }
 
-  // Read access for the node's DRA device model (agent/dra): the cached SpiderIPPools, this
-  // node's labels, and a callback run (on an informer thread; keep it cheap) after any pool or
-  // node change. Add the callback before Start().
-  std::vector<std::shared_ptr<const api::SpiderIPPool>> CachedPools() const;
-  api::Labels NodeLabels() const;
-  void OnPoolsOrNodeChanged(std::function<void()> fn);
-  // Read access for the coordinator config endpoint (coordinator.h): a pod of this node from
-  // the cache (nullptr when not cached; no API call), and whether that cache has synced.
-  std::shared_ptr<const api::Pod> CachedPod(const std::string& ns, const std::string& name) const;
-  bool PodsSynced() const { return pod_informer_.HasSynced(); }
 
  private:
   class PodLock;
@@ -199,15 +193,16 @@ class IpamService : public IpamBackend {
   kube::Client<api::Pod> pods_;
   kube::Client<api::SpiderEndpoint> endpoints_;
 
-  kube::Informer<api::Pod> pod_informer_;
-  kube::Informer<api::Namespace> namespace_informer_;
-  kube::Informer<api::Node> node_informer_;
-  kube::Informer<api::SpiderIPPool> pool_informer_;
-  kube::Informer<api::SpiderReservedIP> reserved_informer_;
-  kube::Informer<api::SpiderEndpoint> endpoint_informer_;
+  // The shared caches (caches.h).
+  Caches& caches_;
+  kube::Informer<api::Pod>& pod_informer_;
+  kube::Informer<api::Namespace>& namespace_informer_;
+  kube::Informer<api::Node>& node_informer_;
+  kube::Informer<api::SpiderIPPool>& pool_informer_;
+  kube::Informer<api::SpiderReservedIP>& reserved_informer_;
+  kube::Informer<api::SpiderEndpoint>& endpoint_informer_;
   // After the informers: it reads their stores.
   PoolWriter writer_;
-  std::vector<std::jthread> threads_;
 
   struct Metrics {
     kube::metrics::Counter* allocations = nullptr;

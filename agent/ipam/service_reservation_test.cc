@@ -67,10 +67,12 @@ TEST_P(ReservationTest, DeviceCapacityNeverDropsBelowWhatIsFree) {
   constexpr int kIPs = 10;
   CreatePool("v4", "10.72.0.0/24", {"10.72.0.1-10.72.0.10"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
   IpamService& agent = Agent("a");
+  const Caches& caches = services_.back()->caches;
   const std::string node = Node("a");
   auto capacity = [&]() -> int64_t {
+    std::shared_ptr<const api::Node> n = caches.node.store().Get(node);
     std::vector<::spiderpool::dra::resourceslice::PoolCapacity> caps = agent::dra::PoolCapacities(
-        agent.CachedPools(), node, agent.NodeLabels(),
+        caches.pools.store().List(), node, n != nullptr ? n->metadata.labels : api::Labels{},
         [&](const std::string& pool) { return agent.HandedOutReservations(pool); });
     for (const auto& c : caps) {
       if (c.name == Pool("v4")) return c.free_ips;

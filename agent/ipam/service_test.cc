@@ -130,9 +130,9 @@ TEST_P(ServiceTest, FailedAddRecordsOneRateLimitedWarningEventOnThePod) {
                                                   .registry = &registry});
   IPAMConfig config;
   config.node_ip_block_size = GetParam();
-  IpamService agent(cluster_->rest(), {.node_name = Node("a"), .config = config,
+  TestAgent running(cluster_->rest(), {.node_name = Node("a"), .config = config,
                                        .recorder = &recorder});
-  agent.Start();
+  IpamService& agent = running.service;
   ASSERT_TRUE(agent.WaitForSync(absl::Seconds(30)));
 
   // The pod's events, and only those written by this agent (the namespace may hold others).

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "agent/ipam/service.h"
+#include "agent/ipam/test_agent.h"
 #include "api/spider.h"
 #include "base/strings.h"
 #include "gtest/gtest.h"
@@ -82,12 +83,11 @@ class ServiceTest : public ::testing::TestWithParam<int64_t> {
     auto rest = cluster_->NewRest();
     EXPECT_TRUE(rest.ok());
     config.node_ip_block_size = GetParam();
-    auto s = std::make_unique<IpamService>(
+    auto s = std::make_unique<TestAgent>(
         *rest, ServiceOptions{.node_name = Node(node), .config = config});
-    s->Start();
-    EXPECT_TRUE(s->WaitForSync(absl::Seconds(30)));
+    EXPECT_TRUE(s->service.WaitForSync(absl::Seconds(30)));
     services_.push_back(std::move(s));
-    return *services_.back();
+    return services_.back()->service;
   }
 
   ipamapi::IpamAddArgs Add(const api::Pod& pod, std::string container = "c1",
@@ -106,7 +106,7 @@ class ServiceTest : public ::testing::TestWithParam<int64_t> {
   // it handed out from its reservations.
   api::PoolIPAllocations Records(std::string_view pool) {
     for (const auto& agent : services_) {
-      EXPECT_TRUE(agent->FlushReservations(Deadline()).ok());
+      EXPECT_TRUE(agent->service.FlushReservations(Deadline()).ok());
     }
     auto p = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", Pool(pool));
     EXPECT_TRUE(p.ok()) << p.status();
@@ -128,7 +128,7 @@ class ServiceTest : public ::testing::TestWithParam<int64_t> {
   std::unique_ptr<kube::testing::TestCluster> cluster_;
   std::string ns_;
   std::vector<std::string> pools_;
-  std::vector<std::unique_ptr<IpamService>> services_;
+  std::vector<std::unique_ptr<TestAgent>> services_;
 };
 
 // Reservations (blocks.h): most ADDs of a node need no pool write; the pod records appear in

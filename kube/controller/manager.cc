@@ -16,6 +16,34 @@ Manager::~Manager() {
   if (health_) health_->Stop();
 }
 
+StartStopRunnable::StartStopRunnable(std::string name, std::function<absl::Status()> start,
+                                     std::function<void()> stop)
+    : name_(std::move(name)), start_(std::move(start)), stop_(std::move(stop)) {}
+
+absl::Status StartStopRunnable::Run(std::stop_token stop) {
+  absl::Status s = start_();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    started_ = s.ok();
+  }
+  cv_.notify_all();
+  if (!s.ok()) return s;
+  {
+    std::mutex mu;
+    std::condition_variable_any cv;
+    std::unique_lock<std::mutex> l(mu);
+    cv.wait(l, stop, [] { return false; });  // until stop is requested
+  }
+  stop_();
+  return absl::OkStatus();
+}
+
+bool StartStopRunnable::WaitStarted() {
+  std::unique_lock<std::mutex> l(mu_);
+  cv_.wait(l, [this] { return started_.has_value(); });
+  return *started_;
+}
+
 void Manager::Add(std::unique_ptr<Runnable> runnable) { runnables_.push_back(std::move(runnable)); }
 
 bool Manager::IsLeader() const {
@@ -29,17 +57,44 @@ void Manager::Fail(absl::Status s) {
   cv_.notify_all();
 }
 
+std::jthread Manager::Launch(Runnable* r, std::stop_token token) {
+  return std::jthread([this, r, token] {
+    SP_LOG(Info).Msg("starting runnable").KV("manager", options_.name).KV("runnable", r->Name());
+    absl::Status s = r->Run(token);
+    if (!s.ok() && !token.stop_requested()) {
+      SP_LOG(Error).Msg("runnable failed").KV("runnable", r->Name()).KV("err", s.ToString());
+      Fail(base::Annotate(s, r->Name()));
+    }
+  });
+}
+
 void Manager::StartGroup(const std::vector<Runnable*>& runnables, std::stop_token token,
                          std::vector<std::jthread>* threads) {
+  for (Runnable* r : runnables) threads->push_back(Launch(r, token));
+}
+
+void Manager::RunOrdered(const std::vector<Runnable*>& runnables, std::stop_token stop) {
+  auto done = [&] {
+    std::lock_guard<std::mutex> l(mu_);
+    return stop.stop_requested() || !first_error_.ok();
+  };
+  std::vector<std::stop_source> stops;
+  std::vector<std::jthread> threads;
   for (Runnable* r : runnables) {
-    threads->emplace_back([this, r, token] {
-      SP_LOG(Info).Msg("starting runnable").KV("manager", options_.name).KV("runnable", r->Name());
-      absl::Status s = r->Run(token);
-      if (!s.ok() && !token.stop_requested()) {
-        SP_LOG(Error).Msg("runnable failed").KV("runnable", r->Name()).KV("err", s.ToString());
-        Fail(base::Annotate(s, r->Name()));
-      }
-    });
+    if (done()) break;
+    stops.emplace_back();
+    threads.push_back(Launch(r, stops.back().get_token()));
+    if (!r->WaitStarted()) break;  // its thread reports the error
+  }
+  {
+    std::unique_lock<std::mutex> l(mu_);
+    cv_.wait(l, [&] { return stop.stop_requested() || !first_error_.ok(); });
+  }
+  for (size_t i = threads.size(); i-- > 0;) {
+    SP_LOG(Info).Msg("stopping runnable").KV("manager", options_.name)
+        .KV("runnable", runnables[i]->Name());
+    stops[i].request_stop();
+    threads[i].join();
   }
 }
 
@@ -59,6 +114,12 @@ absl::Status Manager::Run(std::stop_token stop) {
     cv_.notify_all();
   });
   std::vector<std::jthread> threads;
+  if (options_.ordered && !options_.leader_election) {
+    RunOrdered(always, stop);
+    if (health_) health_->Stop();
+    std::lock_guard<std::mutex> l(mu_);
+    return first_error_;
+  }
   StartGroup(always, all.get_token(), &threads);
 
   std::jthread elector_thread;

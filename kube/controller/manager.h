@@ -8,6 +8,12 @@
 //   released), when a runnable fails (the others are stopped; its error is returned), or when
 //   leadership is lost (Aborted: the process should exit so it restarts as a follower, as
 //   controller-runtime does).
+// - ManagerOptions::ordered (a binary whose parts depend on each other, the agent): the
+//   runnables without leader election start one at a time in the order added, each once the
+//   previous one has started (Runnable::WaitStarted), and stop in the reverse order, each
+//   returned before the next one is asked to stop (controller-runtime likewise starts and stops
+//   its runnable groups in order). A runnable that fails while starting stops the start: the
+//   ones after it never run.
 
 #include <condition_variable>
 #include <functional>
@@ -32,6 +38,9 @@ class Runnable {
   // Blocks until `stop` is requested (then returns OK) or fails.
   virtual absl::Status Run(std::stop_token stop) = 0;
   virtual bool NeedsLeaderElection() const { return true; }
+  // Blocks until Run serves (true) or failed to start (false; Run returns the error): an
+  // ordered Manager starts the next runnable then, or nothing more. Default: true at once.
+  virtual bool WaitStarted() { return true; }
 };
 
 class FuncRunnable : public Runnable {
@@ -48,6 +57,39 @@ class FuncRunnable : public Runnable {
   std::function<absl::Status(std::stop_token)> fn_;
 };
 
+// A server or background worker with Start() and Stop() as a runnable on every replica: Run
+// calls `start`, serves until stopped, then calls `stop`; a failed `start` is Run's error.
+// Started (WaitStarted) once `start` returned.
+class StartStopRunnable : public Runnable {
+ public:
+  StartStopRunnable(std::string name, std::function<absl::Status()> start,
+                    std::function<void()> stop);
+  std::string Name() const override { return name_; }
+  absl::Status Run(std::stop_token stop) override;
+  bool NeedsLeaderElection() const override { return false; }
+  bool WaitStarted() override;
+
+ private:
+  std::string name_;
+  std::function<absl::Status()> start_;
+  std::function<void()> stop_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<bool> started_;  // guarded by mu_; whether `start` succeeded, once it returned
+};
+
+// An informer (kube::Informer<T>: anything with Run(std::stop_token)) as a runnable on every
+// replica, named "informer/<resource>".
+template <template <typename> class Informer, typename T>
+std::unique_ptr<Runnable> InformerRunnable(Informer<T>* informer) {
+  return std::make_unique<FuncRunnable>(
+      "informer/" + std::string(T::Resource().plural), /*needs_leader=*/false,
+      [informer](std::stop_token stop) {
+        informer->Run(stop);
+        return absl::OkStatus();
+      });
+}
+
 struct ManagerOptions {
   std::string name = "manager";
   // The probe + metrics server; disabled when nullopt.
@@ -56,6 +98,9 @@ struct ManagerOptions {
   // The manager sets the config's callbacks itself.
   std::optional<LeaderElectionConfig> leader_election;
   std::function<std::unique_ptr<LeaseLock>()> lease_lock;
+  // Start in order, stop in reverse order (see the top of this file); off: all at once.
+  // Without leader_election only (with it, ignored).
+  bool ordered = false;
 };
 
 class Manager {
@@ -77,6 +122,11 @@ class Manager {
   // Starts `runnables` on threads stopping with `token`; a failure is reported to Fail().
   void StartGroup(const std::vector<Runnable*>& runnables, std::stop_token token,
                   std::vector<std::jthread>* threads);
+  // One runnable on a thread stopping with `token`.
+  std::jthread Launch(Runnable* r, std::stop_token token);
+  // ManagerOptions::ordered: starts `runnables` one by one until stop or a failure, waits for
+  // either, then stops them last first.
+  void RunOrdered(const std::vector<Runnable*>& runnables, std::stop_token stop);
   void Fail(absl::Status s);
 
   ManagerOptions options_;

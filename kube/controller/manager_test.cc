@@ -51,6 +51,61 @@ TEST(Manager, RunsEverythingWithoutLeaderElectionAndServesProbes) {
   EXPECT_EQ(running.load(), 0);
 }
 
+// Start order, and which of the others had stopped when each one was asked to stop.
+TEST(Manager, OrderedStartsInOrderAndStopsInReverse) {
+  Manager m(ManagerOptions{.ordered = true});
+  std::mutex mu;
+  std::vector<std::string> events;
+  auto note = [&](std::string e) {
+    std::lock_guard<std::mutex> l(mu);
+    events.push_back(std::move(e));
+  };
+  for (std::string name : {"caches", "service", "socket"}) {
+    m.Add(std::make_unique<StartStopRunnable>(
+        name,
+        [&, name] {
+          // Slow starts: without the wait for each start, a later one would start first.
+          std::this_thread::sleep_for(std::chrono::milliseconds(name == "caches" ? 50 : 0));
+          note("start " + name);
+          return absl::OkStatus();
+        },
+        [&, name] { note("stop " + name); }));
+  }
+  std::stop_source stop;
+  absl::Status result;
+  std::jthread t([&] { result = m.Run(stop.get_token()); });
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> l(mu);
+      if (events.size() == 3) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  stop.request_stop();
+  t.join();
+  EXPECT_TRUE(result.ok()) << result;
+  EXPECT_EQ(events, (std::vector<std::string>{"start caches", "start service", "start socket",
+                                              "stop socket", "stop service", "stop caches"}));
+}
+
+TEST(Manager, OrderedStopsStartingAtAFailedStart) {
+  Manager m(ManagerOptions{.ordered = true});
+  std::vector<std::string> events;  // written by one runnable thread at a time (ordered)
+  m.Add(std::make_unique<StartStopRunnable>(
+      "caches", [&] { events.push_back("start caches"); return absl::OkStatus(); },
+      [&] { events.push_back("stop caches"); }));
+  m.Add(std::make_unique<StartStopRunnable>(
+      "socket", [] { return absl::UnavailableError("cannot bind"); },
+      [&] { events.push_back("stop socket"); }));
+  m.Add(std::make_unique<StartStopRunnable>(
+      "plugin", [&] { events.push_back("start plugin"); return absl::OkStatus(); },
+      [&] { events.push_back("stop plugin"); }));
+  absl::Status result = m.Run(std::stop_token{});
+  EXPECT_EQ(result.code(), absl::StatusCode::kUnavailable) << result;
+  EXPECT_EQ(result.message(), "socket: cannot bind");
+  EXPECT_EQ(events, (std::vector<std::string>{"start caches", "stop caches"}));
+}
+
 TEST(Manager, AFailingRunnableStopsTheOthers) {
   Manager m(ManagerOptions{});
   std::atomic<int> running{0};

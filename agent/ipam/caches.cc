@@ -1,0 +1,35 @@
+#include "agent/ipam/caches.h"
+
+#include "base/strings.h"
+
+namespace spiderpool::agent::ipam {
+Caches::Caches(std::shared_ptr<kube::RestClient> rest, const CachesOptions& options)
+    : pods(rest, {.field_selector = base::StrCat("spec.nodeName=", options.node_name),
+                  .registry = options.registry}),
+      namespaces(rest, {.registry = options.registry}),
+      node(rest, {.field_selector = base::StrCat("metadata.name=", options.node_name),
+                  .registry = options.registry}),
+      pools(rest, {.registry = options.registry}),
+      reserved_ips(rest, {.registry = options.registry}),
+      endpoints(rest, {.registry = options.registry}),
+      coordinator(rest, {.field_selector = base::StrCat("metadata.name=", options.coordinator_name),
+                         .registry = options.registry}) {}
+
+std::vector<std::unique_ptr<kube::Runnable>> Caches::Runnables() {
+  std::vector<std::unique_ptr<kube::Runnable>> out;
+  out.push_back(kube::InformerRunnable(&pods));
+  out.push_back(kube::InformerRunnable(&namespaces));
+  out.push_back(kube::InformerRunnable(&node));
+  out.push_back(kube::InformerRunnable(&pools));
+  out.push_back(kube::InformerRunnable(&reserved_ips));
+  out.push_back(kube::InformerRunnable(&endpoints));
+  out.push_back(kube::InformerRunnable(&coordinator));
+  return out;
+}
+
+bool Caches::IpamSynced() const {
+  return pods.HasSynced() && namespaces.HasSynced() && node.HasSynced() && pools.HasSynced() &&
+         reserved_ips.HasSynced() && endpoints.HasSynced();
+}
+
+}  // namespace spiderpool::agent::ipam
