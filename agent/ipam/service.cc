@@ -600,12 +600,26 @@ absl::StatusOr<ipamapi::IpamAddResponse> IpamService::DoAllocate(const ipamapi::
         // Same pod (a repeated ADD or a new sandbox) or a re-created StatefulSet pod: the
         // records move to this UID / container; nothing new is allocated.
         // The records' owner is the endpoint's name: the pod's, or its VMI's (KubeVirt).
-        SP_RETURN_IF_ERROR(writer_.ReassignRecords(
+        absl::Status moved = writer_.ReassignRecords(
             *endpoint,
             {.pod = Key(endpoint->metadata.namespace_, endpoint->metadata.name),
              .pod_uid = pod->metadata.uid, .node = options_.node_name,
              .container_id = args.container_id},
-            deadline));
+            deadline);
+        if (absl::IsFailedPrecondition(moved) && same_pod && !sts) {
+          // The endpoint names IPs the pool (read fresh) no longer holds for this pod: an
+          // earlier DEL freed them and the endpoint's delete did not land. The pool is the
+          // truth: the stale endpoint goes, and the pod gets IPs anew (retrying would fail
+          // the same way for ever: bench/chaos found a pod never addressed after 30 ADDs).
+          SP_LOG(Warning).Msg("the pod's SpiderEndpoint names IPs its pool no longer holds for it; allocating anew")
+              .KV("pod", Key(args.pod_namespace, args.pod_name)).KV("error", moved.ToString());
+          bool all = false;
+          SP_RETURN_IF_ERROR(writer_.ReleasePodRecords(PoolsOf(*endpoint), pod->metadata.uid, "",
+                                                       deadline, &all));
+          SP_RETURN_IF_ERROR(DeleteEndpoint(*endpoint));
+          return AllocateFresh(args, *pod, owner, std::nullopt, deadline, &failure->pools);
+        }
+        SP_RETURN_IF_ERROR(moved);
         if (!same_pod || named_now || endpoint->status->current.node != options_.node_name) {
           SP_RETURN_IF_ERROR(WriteEndpoint(endpoint, *pod, owner, details));
         }

@@ -76,6 +76,43 @@ TEST_P(ServiceTest, ALateDelOfAnOldSandboxDoesNotFreeTheNewOne) {
   EXPECT_TRUE(Records("v4").empty());
 }
 
+// An earlier DEL freed the pod's record but the delete of its SpiderEndpoint never landed: the
+// pod's next ADD must not fail for ever on the endpoint's IP (bench/chaos: a pod never addressed
+// after 30 ADDs, each "SpiderIPPool ... no longer holds <ip>"). The pool is the truth.
+TEST_P(ServiceTest, AnEndpointNamingAFreedIPDoesNotBlockThePodsNextAdd) {
+  CreatePool("v4", "10.21.0.0/24", {"10.21.0.10-10.21.0.20"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
+  IpamService& agent = Agent("a");
+  api::Pod pod = CreatePod("p1", "a");
+  auto first = agent.Allocate(Add(pod, "sandbox-1"), Deadline());
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(Records("v4").size(), 1u);
+  // The record goes, the endpoint stays.
+  kube::Client<api::SpiderIPPool> pools(cluster_->rest());
+  auto p = pools.Get("", Pool("v4"));
+  ASSERT_TRUE(p.ok()) << p.status();
+  auto recs = p->AllocatedIPs();
+  ASSERT_TRUE(recs.ok());
+  ASSERT_EQ(std::erase_if(*recs, [&](const auto& kv) { return kv.second.pod_uid == pod.metadata.uid; }), 1u);
+  p->SetAllocatedIPs(*recs);
+  ASSERT_TRUE(pools.UpdateStatus(*p).ok());
+  ASSERT_TRUE(Endpoint("p1").ok());
+
+  auto second = agent.Allocate(Add(pod, "sandbox-2"), Deadline());
+  ASSERT_TRUE(second.ok()) << second.status();
+  ASSERT_EQ(second->ips.size(), 1u);
+  api::PoolIPAllocations now = Records("v4");
+  ASSERT_EQ(now.size(), 1u);
+  EXPECT_EQ(now.begin()->second.pod_uid, pod.metadata.uid);
+  EXPECT_EQ(base::StrCat(now.begin()->first, "/24"), second->ips[0].address);
+  auto ep = Endpoint("p1");
+  ASSERT_TRUE(ep.ok()) << ep.status();
+  ASSERT_TRUE(ep->status.has_value());
+  ASSERT_EQ(ep->status->current.ips.size(), 1u);
+  EXPECT_EQ(ep->status->current.ips[0].ipv4.value_or(""), second->ips[0].address);
+  ASSERT_TRUE(agent.Release(Del(pod, "sandbox-2"), Deadline()).ok());
+  EXPECT_TRUE(Records("v4").empty());
+}
+
 TEST_P(ServiceTest, RejectsUnknownPodsAndPodsOfOtherNodes) {
   CreatePool("v4", "10.20.0.0/24", {"10.20.0.10-10.20.0.20"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
   IpamService& agent = Agent("a");
