@@ -755,6 +755,13 @@ absl::Status IpamService::DoRelease(const ipamapi::IpamDelArgs& args, absl::Time
   PodLock lock(this, Key(args.pod_namespace, args.pod_name));
   SP_ASSIGN_OR_RETURN(std::optional<api::SpiderEndpoint> endpoint,
                       FindEndpoint(args.pod_namespace, args.pod_name, /*cache_only=*/false));
+  if (endpoint.has_value() && endpoint->status.has_value() && !args.pod_uid.empty() &&
+      endpoint->status->current.uid != args.pod_uid) {
+    // The cache may not have this pod's own endpoint write yet (a StatefulSet pod re-created
+    // under the same name moves the endpoint to its UID at ADD): read it live, or the DEL
+    // would take the endpoint for an earlier pod's and leave it behind.
+    SP_ASSIGN_OR_RETURN(endpoint, GetEndpoint(args.pod_namespace, args.pod_name));
+  }
   if (endpoint.has_value() && !endpoint->status.has_value()) endpoint.reset();
   std::string uid = args.pod_uid;
   if (uid.empty() && endpoint.has_value()) uid = endpoint->status->current.uid;
