@@ -21,13 +21,19 @@ TEST(ChaosTest, ShortSeededRunHasNoDuplicatesNoLeaksNoUnaddressedPods) {
   o.pods = 150;
   o.workers_per_node = 2;
   o.max_hold = absl::Milliseconds(200);
-  // Dense enough that each kind happens at least once in the ~40-60 s of churn.
+  // Dense enough that each kind happens at least once in the churn (120-250 s under the sanitizers).
   o.agent_kill_every = absl::Seconds(3);
   o.watch_drop_every = absl::Seconds(4);
   o.connection_cut_every = absl::Seconds(5);
   o.leader_kill_every = absl::Seconds(8);
   o.plugin_kill_rate = 0.05;
   o.min_duration = absl::Seconds(30);
+  // Each pod has this long to get an IP, retries included. In this tight pool ADDs wait for
+  // other pods' DELs (nodes keep the free reservations their own waiting pods will need): under
+  // the sanitizers and the suite's load ADD p99 was 30-83 s, max 106 s (bench/README.md,
+  // "chaos", session 12), too close to 120 s. The run checks correctness, not latency; the
+  // tail is ipam_e2e's and an open defect.
+  o.pod_deadline = absl::Seconds(240);
   o.settle_margin = absl::Seconds(30);
   base::Json out = RunChaos(o);
   std::cout << base::DumpJson(out) << std::endl;
