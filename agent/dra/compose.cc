@@ -73,9 +73,8 @@ absl::Status BuildDevices(const NodeParts& in, bool dra, bool device_plugin, Par
   ipam::Caches* caches = in.caches;
   parts.devices = std::make_unique<NodeDevices>(
       in.rest, o, [caches, node = in.node_name, handed_out = in.handed_out] {
-        std::shared_ptr<const api::Node> n = caches->node.store().Get(node);
-        return PoolCapacities(caches->pools.store().List(), node,
-                              n != nullptr ? n->metadata.labels : api::Labels{}, handed_out);
+        return PoolCapacities(caches->pools.store().List(), node, caches->NodeLabels(),
+                              handed_out);
       });
   NodeDevices* d = parts.devices.get();
   auto refresh = [d](const auto&) { d->Refresh(); };

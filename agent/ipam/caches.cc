@@ -32,4 +32,9 @@ bool Caches::IpamSynced() const {
          reserved_ips.HasSynced() && endpoints.HasSynced();
 }
 
+api::Labels Caches::NodeLabels() const {
+  std::vector<std::shared_ptr<const api::Node>> nodes = node.store().List();  // this node only
+  return nodes.empty() ? api::Labels{} : nodes.front()->metadata.labels;
+}
+
 }  // namespace spiderpool::agent::ipam

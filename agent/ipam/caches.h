@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "api/core.h"
+#include "api/labels.h"
 #include "api/spider.h"
 #include "kube/controller/manager.h"
 #include "kube/informer/informer.h"
@@ -39,6 +40,8 @@ struct Caches {
   std::vector<std::unique_ptr<kube::Runnable>> Runnables();
   // Every IPAM cache (all but the coordinator's) has synced.
   bool IpamSynced() const;
+  // This node's labels (none while the node is not cached).
+  api::Labels NodeLabels() const;
 
   kube::Informer<api::Pod> pods;              // this node's (spec.nodeName)
   kube::Informer<api::Namespace> namespaces;

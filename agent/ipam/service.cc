@@ -88,32 +88,26 @@ IpamService::IpamService(std::shared_ptr<kube::RestClient> rest, ServiceOptions 
       pods_(rest),
       endpoints_(rest),
       caches_(caches),
-      pod_informer_(caches.pods),
-      namespace_informer_(caches.namespaces),
-      node_informer_(caches.node),
-      pool_informer_(caches.pools),
-      reserved_informer_(caches.reserved_ips),
-      endpoint_informer_(caches.endpoints),
       writer_(rest,
               {.node_name = options_.node_name,
                .block_size = options_.config.node_ip_block_size,
                .max_allocated_ips_per_pool = options_.config.max_allocated_ips_per_pool,
                .clock = clock_,
                .forecast = [this] { return PrewarmPools(); }},
-              {.pools = &pool_informer_.store(),
-               .endpoints = &endpoint_informer_.store(),
-               .reserved = &reserved_informer_.store(),
-               .pods = &pod_informer_.store(),
+              {.pools = &caches_.pools.store(),
+               .endpoints = &caches_.endpoints.store(),
+               .reserved = &caches_.reserved_ips.store(),
+               .pods = &caches_.pods.store(),
                .synced = [this] { return Ready(); }}) {
   if (options_.registry != nullptr) RegisterMetrics(*options_.registry);
   // The pool writer acts on pool changes (a newer version after a 409, another node's ask)
   // and on pods scheduled here (the prewarm).
-  pool_informer_.AddHandlers(
+  caches_.pools.AddHandlers(
       {.on_add = [this](const api::SpiderIPPool& p) { writer_.OnPoolChanged(nullptr, p); },
        .on_update = [this](const api::SpiderIPPool& before, const api::SpiderIPPool& after) {
          writer_.OnPoolChanged(&before, after);
        }});
-  pod_informer_.AddHandlers({.on_add = [this](const api::Pod&) { writer_.OnPodAdded(); }});
+  caches_.pods.AddHandlers({.on_add = [this](const api::Pod&) { writer_.OnPodAdded(); }});
 }
 
 IpamService::~IpamService() {
@@ -190,7 +184,7 @@ bool IpamService::WaitForSync(absl::Duration timeout) {
 absl::StatusOr<std::shared_ptr<const api::Pod>> IpamService::LivePod(const std::string& ns,
                                                                      const std::string& name,
                                                                      const std::string& uid) {
-  std::shared_ptr<const api::Pod> pod = pod_informer_.store().Get(Key(ns, name));
+  std::shared_ptr<const api::Pod> pod = caches_.pods.store().Get(Key(ns, name));
   // A pod just scheduled may not have reached the cache; a cached pod with another UID may
   // have been re-created since: in both cases ask the API server.
   if (pod == nullptr || (!uid.empty() && pod->metadata.uid != uid)) {
@@ -264,7 +258,7 @@ absl::StatusOr<sp::PodOwner> IpamService::ResolveOwner(const api::Pod& pod) {
 
 absl::StatusOr<std::optional<api::SpiderEndpoint>> IpamService::FindEndpoint(
     const std::string& ns, const std::string& name, bool cache_only) {
-  if (auto cached = endpoint_informer_.store().Get(Key(ns, name)); cached != nullptr) {
+  if (auto cached = caches_.endpoints.store().Get(Key(ns, name)); cached != nullptr) {
     return std::optional<api::SpiderEndpoint>(*cached);
   }
   // ADD of a new pod (the common case) trusts the cache: an endpoint written a moment ago and
@@ -296,7 +290,7 @@ std::vector<std::string> IpamService::PrewarmPools() {
   std::map<std::string, std::vector<std::string>> now;
   std::set<std::string> out;
   int selections = 0;
-  for (const std::shared_ptr<const api::Pod>& pod : pod_informer_.store().List()) {
+  for (const std::shared_ptr<const api::Pod>& pod : caches_.pods.store().List()) {
     if (!writer_.IsWaiting(*pod)) continue;
     const std::string& uid = pod->metadata.uid;
     auto it = known.find(uid);
@@ -363,7 +357,7 @@ sp::SelectionConfig IpamService::SelectionConfigFor() const {
 
 std::vector<const api::SpiderIPPool*> IpamService::PoolSnapshot(
     std::vector<std::shared_ptr<const api::SpiderIPPool>>* keep) const {
-  *keep = pool_informer_.store().List();
+  *keep = caches_.pools.store().List();
   std::vector<const api::SpiderIPPool*> out;
   out.reserve(keep->size());
   for (const auto& p : *keep) out.push_back(p.get());
@@ -376,7 +370,7 @@ absl::StatusOr<sp::SelectionRequest> IpamService::BuildSelectionRequest(
   req.pod = {.namespace_ = pod.metadata.namespace_, .name = pod.metadata.name,
              .uid = pod.metadata.uid, .labels = pod.metadata.labels,
              .annotations = pod.metadata.annotations, .owner = owner};
-  if (auto ns = namespace_informer_.store().Get(pod.metadata.namespace_); ns != nullptr) {
+  if (auto ns = caches_.namespaces.store().Get(pod.metadata.namespace_); ns != nullptr) {
     req.namespace_ = {.labels = ns->metadata.labels, .annotations = ns->metadata.annotations};
   } else {
     return absl::NotFoundError(
@@ -384,9 +378,7 @@ absl::StatusOr<sp::SelectionRequest> IpamService::BuildSelectionRequest(
                      " is not in the agent's cache"));
   }
   req.node.name = options_.node_name;
-  if (auto node = node_informer_.store().Get(options_.node_name); node != nullptr) {
-    req.node.labels = node->metadata.labels;
-  }
+  req.node.labels = caches_.NodeLabels();
   req.if_name = args.if_name;
   req.default_ipv4_pools = args.default_ipv4_ippool;
   req.default_ipv6_pools = args.default_ipv6_ippool;
@@ -481,7 +473,7 @@ absl::StatusOr<bool> IpamService::ValidStatefulSetPod(const std::string& ns,
 
 IpamService::UidRecords IpamService::CachedRecordsOf(const std::string& uid) const {
   UidRecords out;
-  for (const auto& p : pool_informer_.store().List()) {
+  for (const auto& p : caches_.pools.store().List()) {
     absl::StatusOr<api::PoolIPAllocations> recs = p->AllocatedIPs();
     if (!recs.ok()) continue;
     bool holds = false;

@@ -195,12 +195,6 @@ class IpamService : public IpamBackend {
 
   // The shared caches (caches.h).
   Caches& caches_;
-  kube::Informer<api::Pod>& pod_informer_;
-  kube::Informer<api::Namespace>& namespace_informer_;
-  kube::Informer<api::Node>& node_informer_;
-  kube::Informer<api::SpiderIPPool>& pool_informer_;
-  kube::Informer<api::SpiderReservedIP>& reserved_informer_;
-  kube::Informer<api::SpiderEndpoint>& endpoint_informer_;
   // After the informers: it reads their stores.
   PoolWriter writer_;
 

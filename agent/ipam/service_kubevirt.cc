@@ -51,7 +51,7 @@ std::optional<std::string> IpamService::VMIOfPod(const std::string& ns, const st
                                                  const std::string& uid,
                                                  const UidRecords& records) const {
   // The pod, while the cache has it (the kubelet's DEL usually comes before the pod goes).
-  std::shared_ptr<const api::Pod> pod = pod_informer_.store().Get(base::StrCat(ns, "/", pod_name));
+  std::shared_ptr<const api::Pod> pod = caches_.pods.store().Get(base::StrCat(ns, "/", pod_name));
   if (pod != nullptr && pod->metadata.uid == uid) {
     const api::OwnerReference* ref = pod->metadata.ControllerRef();
     if (ref == nullptr || !api::kubevirt::IsVMIOwner(ref->api_version, ref->kind)) {

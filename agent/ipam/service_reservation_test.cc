@@ -70,9 +70,8 @@ TEST_P(ReservationTest, DeviceCapacityNeverDropsBelowWhatIsFree) {
   const Caches& caches = services_.back()->caches;
   const std::string node = Node("a");
   auto capacity = [&]() -> int64_t {
-    std::shared_ptr<const api::Node> n = caches.node.store().Get(node);
     std::vector<::spiderpool::dra::resourceslice::PoolCapacity> caps = agent::dra::PoolCapacities(
-        caches.pools.store().List(), node, n != nullptr ? n->metadata.labels : api::Labels{},
+        caches.pools.store().List(), node, caches.NodeLabels(),
         [&](const std::string& pool) { return agent.HandedOutReservations(pool); });
     for (const auto& c : caps) {
       if (c.name == Pool("v4")) return c.free_ips;
