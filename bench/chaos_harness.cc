@@ -15,6 +15,7 @@
 
 #include <httplib.h>
 
+#include "agent/ipam/config.h"
 #include "api/codec.h"
 #include "api/core.h"
 #include "api/spider.h"
@@ -199,6 +200,22 @@ absl::Status Rig::StartAgent(int node) {
 }
 
 void Rig::KillAgent(int node) { KillProc(*agents_[node]); }
+
+bool Rig::StopAgent(int node, absl::Duration timeout) {
+  Proc& p = *agents_[node];
+  std::lock_guard<std::mutex> l(p.mu);
+  if (p.process == nullptr) return true;
+  p.killed = true;
+  p.process->Signal(SIGTERM);
+  const absl::Time deadline = absl::Now() + timeout;
+  while (p.process->Running() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(20));
+  const bool stopped = !p.process->Running();
+  if (!stopped) p.process->Signal(SIGKILL);
+  p.process->Wait();
+  p.process.reset();
+  std::ofstream(p.log, std::ios::app) << ReadFile(p.log + ".cur");
+  return stopped;
+}
 
 pid_t Rig::agent_pid(int node) const {
   std::lock_guard<std::mutex> l(agents_[node]->mu);
@@ -736,6 +753,10 @@ Json RunChaos(const ChaosOptions& o) {
   const kube::testing::FaultCounts api_faults = rig.server().fault_counts();
 
   // ---- settle: nothing may be left for the deleted pods once the GC has had its interval ----
+  // The running agents may keep their standing blocks (agent/ipam/blocks.h point 8, the
+  // default nodeIPBlockStanding): at most that many reservations per node. After the settle
+  // every agent is stopped, which must give back every reservation it holds.
+  const int64_t kStanding = agent::ipam::IPAMConfig{}.node_ip_block_standing;
   const absl::Time settle_start = absl::Now();
   const absl::Time settle_deadline = settle_start + o.rig.gc_interval + o.settle_margin;
   int64_t leaked_records = 0, leaked_reservations = 0, leaked_endpoints = 0;
@@ -744,8 +765,16 @@ Json RunChaos(const ChaosOptions& o) {
     Sample s = TakeSample(rig);
     if (s.ok) {
       leaked_records = leaked_reservations = 0;
+      std::map<std::string, int64_t> reserved_by_node;
       for (const auto& [ip, rec] : s.records) {
-        ++(api::IsNodeReservation(rec) ? leaked_reservations : leaked_records);
+        if (api::IsNodeReservation(rec)) {
+          ++reserved_by_node[rec.node.value_or("")];
+        } else {
+          ++leaked_records;
+        }
+      }
+      for (const auto& [node, n] : reserved_by_node) {
+        leaked_reservations += std::max<int64_t>(0, n - kStanding);
       }
       leaked_endpoints = s.endpoints;
       if (leaked_records + leaked_reservations + leaked_endpoints == 0) break;
@@ -756,6 +785,19 @@ Json RunChaos(const ChaosOptions& o) {
   const double settle_s = absl::ToDoubleSeconds(absl::Now() - settle_start);
   stop_checker = true;
   checker.join();
+  // Stopped one at a time (no contention): each gives back what it holds.
+  int64_t left_after_stop = 0;
+  for (int n = 0; n < nodes; ++n) {
+    if (!rig.StopAgent(n, absl::Seconds(20))) problem(StrCat("agent ", n, " ignored SIGTERM"));
+  }
+  if (Sample s = TakeSample(rig); s.ok) {
+    for (const auto& [ip, rec] : s.records) left_after_stop += api::IsNodeReservation(rec);
+  } else {
+    problem(StrCat("sample after stopping the agents: ", s.error));
+  }
+  if (left_after_stop > 0) {
+    problem(StrCat(left_after_stop, " node reservations left after every agent stopped"));
+  }
   if (leaked_records + leaked_reservations + leaked_endpoints > 0) {
     Sample s = TakeSample(rig);
     std::string what;
@@ -783,6 +825,7 @@ Json RunChaos(const ChaosOptions& o) {
   const bool ok = unaddressed.load() == 0 && duplicates_at_add.load() == 0 &&
                   duplicates_sampled.load() == 0 && live_ip_missing.load() == 0 &&
                   leaked_records == 0 && leaked_reservations == 0 && leaked_endpoints == 0 &&
+                  left_after_stop == 0 &&
                   crashes == 0 && del_never_succeeded.load() == 0 && sample_errors.load() == 0;
   Json out{
       {"seed", o.seed},
@@ -809,6 +852,7 @@ Json RunChaos(const ChaosOptions& o) {
       {"stale_endpoint_sightings", stale_endpoints.load()},
       {"leaked", {{"records", leaked_records},
                   {"reservations", leaked_reservations},
+                  {"reservations_after_agents_stopped", left_after_stop},
                   {"endpoints", leaked_endpoints},
                   {"settle_s", settle_s}}},
       {"faults",

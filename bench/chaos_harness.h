@@ -88,6 +88,8 @@ class Rig {
   // ---- processes ----
   absl::Status StartAgent(int node);
   void KillAgent(int node);  // SIGKILL + reap (no-op when not running)
+  // SIGTERM and wait for the exit (SIGKILL after `timeout`); false if it had to be killed.
+  bool StopAgent(int node, absl::Duration timeout);
   pid_t agent_pid(int node) const;
   int agent_starts(int node) const;        // 1 = never restarted
   absl::Time agent_started_at(int node) const;

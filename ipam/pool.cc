@@ -369,6 +369,16 @@ std::string PoolState::HoldersSummary() const {
                 " reserved by nodes", nodes.empty() ? "" : StrCat(" (", nodes, ")"));
 }
 
+std::map<std::string, PoolState::NodeHolding, std::less<>> PoolState::HoldingsByNode() const {
+  std::map<std::string, NodeHolding, std::less<>> out;
+  for (const auto& [ip, rec] : records_) {
+    if (!rec.node.has_value() || rec.node->empty()) continue;
+    NodeHolding& h = out[*rec.node];
+    ++(api::IsNodeReservation(rec) ? h.reserved : h.pods);
+  }
+  return out;
+}
+
 api::PoolIPAllocations PoolState::Records() const {
   api::PoolIPAllocations out;
   for (const auto& [ip, rec] : records_) out.emplace(ip.ToString(), rec);

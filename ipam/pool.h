@@ -149,6 +149,13 @@ class PoolState {
   size_t reserving_nodes() const { return reserved_.size(); }
   // "N IPs, N held by pods, N reserved by nodes (node-a: 3, node-b: 1)": who holds a full pool.
   std::string HoldersSummary() const;
+  // Per node named by a record: its pods' records and its reservations (the fair parts of a
+  // pool that cannot serve every node, agent/ipam/blocks.h).
+  struct NodeHolding {
+    int64_t pods = 0;
+    int64_t reserved = 0;
+  };
+  std::map<std::string, NodeHolding, std::less<>> HoldingsByNode() const;
 
   // Records, keyed by the canonical IP text (as upstream writes them).
   api::PoolIPAllocations Records() const;

@@ -53,7 +53,9 @@ void NodeBlocks::Stop() {
   }
   const absl::Time deadline = clock_->Now() + absl::Seconds(3);
   for (const std::string& pool : pools) {
-    if (absl::Status s = Sync(pool, {.flush = true, .free_records = true, .release = true}, deadline);
+    if (absl::Status s = Sync(pool, {.flush = true, .free_records = true, .release = true,
+                                     .release_untracked = true},
+                              deadline);
         !s.ok()) {
       SP_LOG(Warning).Msg("leaving this node's reservations to the next agent").KV("pool", pool)
           .KV("error", s.ToString());
@@ -138,6 +140,7 @@ std::optional<base::IPAddress> NodeBlocks::Take(
     const absl::Time now = clock_->Now();
     b.last_take = now;
     b.taken_since_prewarm = true;
+    b.ever_used = true;
     b.first_unflushed = std::min(b.first_unflushed, now);
     ++stats_.taken;
     if (Low(b)) wake_.SignalAll();  // top up ahead of demand
@@ -155,6 +158,29 @@ int64_t NodeBlocks::WaitingLocked(const Block& b, const std::string& allocating_
   return static_cast<int64_t>(uids.size());
 }
 
+void NodeBlocks::NoteFairPartLocked(Block& b, const sp::PoolState& state,
+                                    const std::string& asker) {
+  const std::map<std::string, sp::PoolState::NodeHolding, std::less<>> held = state.HoldingsByNode();
+  std::set<std::string, std::less<>> nodes;
+  for (const auto& [node, h] : held) nodes.insert(node);
+  nodes.insert(node_);
+  if (!asker.empty()) nodes.insert(asker);
+  const absl::uint128 usable = state.allocator().FreeCount() + state.record_count();
+  const int64_t ips = static_cast<int64_t>(
+      std::min<absl::uint128>(usable, static_cast<uint64_t>(std::numeric_limits<int64_t>::max() / 2)));
+  const auto n = static_cast<int64_t>(nodes.size());
+  const int64_t fair = (ips + n - 1) / n;
+  auto mine = held.find(node_);
+  const int64_t pods_here = mine == held.end() ? 0 : mine->second.pods;
+  // Handed out here and not written yet: reservations in the pool, pods' IPs in truth.
+  b.fair_keep = std::max<int64_t>(0, fair - pods_here - static_cast<int64_t>(b.assigned.size()));
+}
+
+int64_t NodeBlocks::KeepForWaitingLocked(const Block& b) const {
+  if (!hooks_.waiting_pods) return 0;
+  return std::min(WaitingLocked(b), b.fair_keep);
+}
+
 void NodeBlocks::TopUp(const std::string& pool, sp::PoolState& state,
                        std::vector<base::IPAddress>* reserved, bool* dirty,
                        const std::string& allocating_uid) {
@@ -163,7 +189,10 @@ void NodeBlocks::TopUp(const std::string& pool, sp::PoolState& state,
   absl::MutexLock l(&mu_);
   Block& b = BlockLocked(pool);
   b.last_take = clock_->Now();
-  if (!allocating_uid.empty()) b.prewarm_done = true;  // an ADD's own write reserves now
+  if (!allocating_uid.empty()) {
+    b.prewarm_done = true;  // an ADD's own write reserves now
+    b.ever_used = true;
+  }
   // Reservations of ours in this (newest) state that we do not track: reserved by an earlier
   // attempt whose write was reported failed but landed. They are ours and unused: adopt them.
   int64_t unused = 0;
@@ -183,11 +212,20 @@ void NodeBlocks::TopUp(const std::string& pool, sp::PoolState& state,
   const int64_t demand = std::min({waiting, options_.max_block * kDemandBlocks, free});
   const bool prewarm = !b.prewarm_done && b.prewarm_at != absl::InfiniteFuture();
   // A prewarm reserves what the waiting pods need (one kubelet batch at most when none is
-  // known), not a fair part of the pool: it holds the block longer than an ADD's top-up.
-  const int64_t share = prewarm ? (waiting > 0 ? demand : std::min(fair, kPrewarmWithoutDemand))
-                                : std::max(fair, demand);
-  b.share = share;
-  const int64_t want = share - unused;
+  // known), not a fair part of the pool: it holds the block longer than an ADD's top-up. So
+  // does a standing block (point 8), `standing` IPs at most.
+  const int64_t share =
+      prewarm           ? (waiting > 0 ? demand : std::min(fair, kPrewarmWithoutDemand))
+      : b.standing_topup ? std::max(std::min(fair, options_.standing), demand)
+                         : std::max(fair, demand);
+  // A pool that cannot serve every node (this write would leave no unreserved IP, or another
+  // node asks): no more than this node's fair part (point 6).
+  const std::string asker = hooks_.wanted_by ? hooks_.wanted_by(pool) : std::string();
+  NoteFairPartLocked(b, state, asker);
+  const int64_t capped =
+      (share - unused >= free || !asker.empty()) ? std::min(share, b.fair_keep) : share;
+  b.share = capped;
+  const int64_t want = capped - unused;
   if (want <= 0) return;
   absl::StatusOr<std::vector<base::IPAddress>> got = state.Reserve(node_, want);
   if (!got.ok() || got->empty()) return;
@@ -407,7 +445,10 @@ absl::Status NodeBlocks::Sync(const std::string& pool, SyncWhat what, absl::Time
     }
     releasing.assign(b.releasing.begin(), b.releasing.end());
   }
-  if (batch.empty() && releasing.empty() && frees.empty() && !what.topup) return absl::OkStatus();
+  if (batch.empty() && releasing.empty() && frees.empty() && !what.topup &&
+      !what.release_untracked) {
+    return absl::OkStatus();
+  }
   if (what.topup) {
     absl::MutexLock l(&mu_);
     ++blocks_[pool].topups_in_flight;
@@ -480,13 +521,23 @@ absl::Status NodeBlocks::Sync(const std::string& pool, SyncWhat what, absl::Time
           // Only what is still being given back (TopUp may have taken an IP back into use
           // after an earlier release of it landed).
           absl::MutexLock l(&mu_);
-          const Block& b = blocks_[pool];
+          Block& b = blocks_[pool];
+          if (!what.topup) {  // (TopUp does it)
+            NoteFairPartLocked(b, book.state, hooks_.wanted_by ? hooks_.wanted_by(pool) : "");
+          }
           for (const base::IPAddress& ip : releasing) {
             // Never one a pod holds or may be handed (free): the invariant that makes a
             // give-back unable to produce a duplicate IP, whatever the interleaving.
             if (b.releasing.count(ip) && !b.free.count(ip) && !b.assigned.count(ip) &&
                 book.state.Unreserve(ip, node_)) {
               book.dirty = true;
+            }
+          }
+          if (what.release_untracked) {
+            for (const base::IPAddress& ip : book.state.ReservedFor(node_)) {
+              if (!b.free.count(ip) && !b.assigned.count(ip) && book.state.Unreserve(ip, node_)) {
+                book.dirty = true;
+              }
             }
           }
         }
@@ -546,7 +597,9 @@ void NodeBlocks::Loop(std::stop_token stop) {
     absl::Time next = absl::InfiniteFuture();
     // Pools to recover without waiting for an ADD (a restarted agent's reservations), and the
     // pools to hold a block in before the first ADD.
-    std::vector<std::string> known, prewarm;
+    std::vector<std::string> known;
+    PoolForecast forecast;
+    bool forecast_read = false;
     std::map<std::string, bool> wanted;
     bool poked = false;
     {
@@ -555,25 +608,32 @@ void NodeBlocks::Loop(std::stop_token stop) {
     }
     if (hooks_.pools && (poked || clock_->Now() >= next_recovery)) {
       known = hooks_.pools();
-      if (hooks_.prewarm_pools) prewarm = hooks_.prewarm_pools();
+      if (hooks_.forecast) {
+        forecast = hooks_.forecast();
+        forecast_read = true;
+      }
       next_recovery = clock_->Now() + absl::Seconds(1);
     }
-    if (hooks_.wanted_elsewhere) {
+    if (hooks_.wanted_by) {
       std::vector<std::string> pools;
       {
         absl::MutexLock l(&mu_);
         for (const auto& [pool, b] : blocks_) {
-          if (!b.free.empty()) pools.push_back(pool);
+          if (!b.free.empty() || b.ever_used || standing_pools_.count(pool)) pools.push_back(pool);
         }
       }
-      for (const std::string& pool : pools) wanted[pool] = hooks_.wanted_elsewhere(pool);
+      for (const std::string& pool : pools) wanted[pool] = !hooks_.wanted_by(pool).empty();
     }
     {
       absl::MutexLock l(&mu_);
       for (const std::string& pool : known) {
         if (!blocks_.count(pool)) BlockLocked(pool);
       }
-      PlanPrewarm(prewarm);
+      PlanPrewarm(forecast.for_waiting_pods);
+      if (forecast_read) {
+        standing_pools_ = {forecast.standing.begin(), forecast.standing.end()};
+        for (const std::string& pool : standing_pools_) BlockLocked(pool);
+      }
       if (hooks_.pools && known.empty()) next = next_recovery;  // caches not synced yet
       const absl::Time now = clock_->Now();
       for (auto& [pool, b] : blocks_) {
@@ -603,18 +663,40 @@ void NodeBlocks::Loop(std::stop_token stop) {
           what.flush = !b.assigned.empty();  // the same write records what was handed out
         }
         const bool wanted_here = wanted.count(pool) && wanted[pool];
+        std::shared_ptr<const api::SpiderIPPool> cached = hooks_.cached_pool(pool);
+        // No unreserved IP left: other nodes may be waiting for one.
+        const bool tight = cached == nullptr || cached->status.free_ip_count.value_or(1) == 0;
+        // Point 8: what this node keeps reserved here with no pod waiting.
+        const int64_t keep = options_.standing > 0 && (b.ever_used || standing_pools_.count(pool)) &&
+                                     !tight && !wanted_here
+                                 ? options_.standing
+                                 : 0;
+        if (keep > 0 && !what.topup && b.topups_in_flight == 0 &&
+            static_cast<int64_t>(b.free.size()) < keep &&
+            // (unknown before the controller or a write sets the counts)
+            cached->status.free_ip_count.value_or(std::numeric_limits<int64_t>::max()) >=
+                2 * options_.standing &&
+            now - b.last_take >= options_.flush_after) {
+          if (b.standing_at == absl::InfiniteFuture()) {
+            const int64_t stagger_ms = absl::ToInt64Milliseconds(options_.prewarm_stagger);
+            b.standing_at = now + absl::Milliseconds(
+                stagger_ms > 0 ? std::uniform_int_distribution<int64_t>(0, stagger_ms)(rng_) : 0);
+          }
+          if (now >= b.standing_at) {
+            what.topup = true;
+            b.standing_topup = true;
+          } else {
+            next = std::min(next, b.standing_at);
+          }
+        }
         // Another node's ADD found the pool full: what the pods waiting here will not need
         // goes back now (all of it when the demand is unknown); their own ADDs keep the rest.
         const int64_t wanted_surplus =
-            wanted_here ? static_cast<int64_t>(b.free.size()) -
-                              (hooks_.waiting_pods ? WaitingLocked(b) : 0)
-                        : 0;
+            wanted_here ? static_cast<int64_t>(b.free.size()) - KeepForWaitingLocked(b) : 0;
         if (wanted_surplus > 0) {
           what.release_some = wanted_surplus;
           what.topup = false;
         } else if (!what.topup && (!b.free.empty() || !b.releasing.empty())) {
-          std::shared_ptr<const api::SpiderIPPool> cached = hooks_.cached_pool(pool);
-          const bool tight = cached == nullptr || cached->status.free_ip_count.value_or(1) == 0;
           absl::Time at =
               b.last_take + (tight ? options_.tight_idle_release : options_.idle_release);
           // A prewarmed block no pod has used yet waits longer for the pods it was made for
@@ -623,19 +705,22 @@ void NodeBlocks::Loop(std::stop_token stop) {
               WaitingLocked(b) > 0) {
             at = std::max(at, b.prewarmed_at + options_.prewarm_hold);
           }
-          if (now >= at) {
+          if (now >= at && keep == 0) {
             what.release = true;
+          } else if (now >= at) {  // down to the standing block
+            what.release_some = std::max<int64_t>(0, static_cast<int64_t>(b.free.size()) - keep);
+            what.give_back = !b.releasing.empty();
           } else {
             next = std::min(next, at);
             // The pool has no unreserved IP left and other nodes may be waiting for one: what
             // the pods waiting here will not need goes back now, not when this node is idle.
             const int64_t surplus =
-                static_cast<int64_t>(b.free.size()) - (hooks_.waiting_pods ? WaitingLocked(b) : 0);
+                static_cast<int64_t>(b.free.size()) - KeepForWaitingLocked(b);
             if (tight && hooks_.waiting_pods && surplus > 0) what.release_some = surplus;
           }
         }
         if (what.flush || what.topup || what.release || what.release_some > 0 ||
-            what.free_records) {
+            what.give_back || what.free_records) {
           due.emplace_back(pool, what);
         }
       }
@@ -659,6 +744,10 @@ void NodeBlocks::Loop(std::stop_token stop) {
       absl::Status s = Sync(pool, what, clock_->Now() + absl::Seconds(30), on_conflict);
       absl::MutexLock l(&mu_);
       Block& b = blocks_[pool];
+      if (b.standing_topup) {
+        b.standing_topup = false;
+        b.standing_at = clock_->Now() + kStandingRefill;
+      }
       if (absl::IsAborted(s)) {
         ++b.yields_in_a_row;
         b.retry_at = clock_->Now() + YieldPause();

@@ -51,11 +51,27 @@
 //      every keeper that sees a fresh mark from another node gives back at once the free
 //      reservations that the pods waiting on its own node will not need (all of them when that
 //      demand is unknown), and the ADD waits (bounded by its deadline) until it can take one.
+//      Fair parts: in a pool that cannot serve every node (a write that would leave no
+//      unreserved IP, or another node asking), a node reserves for its waiting pods, and keeps,
+//      no more than its fair part: the pool's IPs shared equally among the nodes its records
+//      name and the asking node, less what its own pods hold. Without it the nodes that
+//      reserved first kept a tight pool's IPs for their own next pods while other nodes' pods
+//      waited (bench/chaos_test: ADD p99 ~30 s).
 //   7. A restarted agent rebuilds its state from the pool (its reservations) and this node's
 //      SpiderEndpoints (which reservations are pods'), so nothing handed out is lost; a
 //      deleted node's reservations are freed by the controller's GC. The keeper does this for
 //      every pool of Hooks::pools as soon as the caches have synced, so what no pod holds goes
 //      back after `idle_release` even if no pod starts here (found by bench/chaos).
+//   8. Standing reservations: with `standing` > 0 a node keeps that many IPs reserved, with no
+//      pod waiting, in the pools a pod of this node is expected to use — those the selection
+//      picks for a pod without annotations here (Hooks::forecast: the cluster's default pools
+//      and the NAD defaults of the last ADD) and those this node's ADDs have drawn from — so
+//      that the first pods of a Deployment that lands later need no pool write either. The
+//      first such write comes after a random pause of up to `prewarm_stagger` (agents started
+//      together do not collide), a refill at most every kStandingRefill. An idle block is given
+//      back down to `standing`, not to nothing; in a pool with no unreserved IP left, or when
+//      another node asks (point 6), nothing is kept. It never takes more than a fair part of
+//      the pool's free IPs (TopUp's halving), so standing blocks alone never fill a pool.
 //
 // Every change of the pool status still goes through the GroupCommitter (and therefore the
 // API server's resourceVersion check): reservations only move WHEN the write happens.
@@ -74,6 +90,7 @@
 // Thread-safe.
 
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -114,6 +131,13 @@ struct BlockOptions {
   absl::Duration tight_idle_release = absl::Milliseconds(100);
   absl::Duration prewarm_stagger = absl::Seconds(1);
   absl::Duration prewarm_hold = absl::Seconds(60);
+  int64_t standing = 0;  // point 8 (0: none)
+};
+
+// What the request flow expects this node's pods to use (points 4 and 8).
+struct PoolForecast {
+  std::vector<std::string> for_waiting_pods;  // the pools the waiting pods' selection picks
+  std::vector<std::string> standing;          // a pod without annotations would get these here
 };
 
 class NodeBlocks {
@@ -136,11 +160,12 @@ class NodeBlocks {
     // empty before. nullptr: a pool's reservations are recovered at its first ADD only, so a
     // restarted agent whose node starts no pod would keep them reserved for ever.
     std::function<std::vector<std::string>()> pools;
-    // Optional: the pools to hold a block in before the first ADD (point 4); empty until the
-    // caches have synced. nullptr: none.
-    std::function<std::vector<std::string>()> prewarm_pools;
-    // Optional: another node asked for this pool's idle reservations recently (point 6).
-    std::function<bool(const std::string& pool)> wanted_elsewhere;
+    // Optional: the pools to hold a block in before the first ADD (points 4 and 8); empty
+    // until the caches have synced. nullptr: none.
+    std::function<PoolForecast()> forecast;
+    // Optional: the other node that asked for this pool's idle reservations recently (point
+    // 6); empty: none.
+    std::function<std::string(const std::string& pool)> wanted_by;
   };
 
   NodeBlocks(std::string node, BlockOptions options, PoolCommitter* committer, Hooks hooks,
@@ -240,6 +265,15 @@ class NodeBlocks {
     absl::Time prewarmed_at = absl::InfinitePast();
     bool prewarm_done = false;
     bool taken_since_prewarm = false;
+    // Point 8: an ADD of this node drew from this pool; the next standing top-up (after the
+    // first one's random pause, then at most every kStandingRefill); whether the write in
+    // flight is one (TopUp sizes it).
+    bool ever_used = false;
+    absl::Time standing_at = absl::InfiniteFuture();
+    bool standing_topup = false;
+    // Point 6: the most free reservations this node may keep when the pool cannot serve every
+    // node (its fair part less its pods'), as of this agent's last write; unknown: no limit.
+    int64_t fair_keep = std::numeric_limits<int64_t>::max();
     // Point 5: pod records to free (uid, container), since `first_pending`.
     std::set<std::pair<std::string, std::string>> pending_releases;
     absl::Time first_pending = absl::InfiniteFuture();
@@ -252,12 +286,21 @@ class NodeBlocks {
   // Pods waiting on this node that `b` has not served yet (the demand hint, 0 if unknown).
   int64_t WaitingLocked(const Block& b, const std::string& allocating_uid = "") const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Point 6's fair part for `b` in `state` (sets b.fair_keep) and how many free reservations
+  // to keep for the waiting pods when the pool cannot serve every node.
+  void NoteFairPartLocked(Block& b, const ::spiderpool::ipam::PoolState& state,
+                          const std::string& asker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int64_t KeepForWaitingLocked(const Block& b) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   struct SyncWhat {
     bool flush = false;
     bool free_records = false;  // the pending releases
     bool topup = false;
     bool release = false;       // every free reservation
     int64_t release_some = 0;   // or only this many (the highest)
+    bool give_back = false;     // only the give-backs of an earlier write that failed
+    // Stop(): also this node's reservations the block does not track (a write reported failed
+    // that landed; TopUp would have adopted them), unless handed out.
+    bool release_untracked = false;
   };
   absl::Status Sync(const std::string& pool, SyncWhat what, absl::Time deadline,
                     PoolCommitter::OnConflict on_conflict = PoolCommitter::OnConflict::kRetry);
@@ -266,6 +309,8 @@ class NodeBlocks {
   void PlanPrewarm(const std::vector<std::string>& pools) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The size of a prewarmed block when no pod waits on this node yet: one kubelet batch.
   static constexpr int64_t kPrewarmWithoutDemand = 8;
+  // Standing blocks (point 8) are refilled at most this often per pool.
+  static constexpr absl::Duration kStandingRefill = absl::Seconds(5);
   // Pods known to be waiting on this node get their IPs reserved in one write, up to this many
   // blocks (`max_block` each): a Deployment landing 100 pods on a node costs one write, not two.
   static constexpr int64_t kDemandBlocks = 4;
@@ -288,6 +333,7 @@ class NodeBlocks {
   std::map<std::string, Block> blocks_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, absl::Time> written_ ABSL_GUARDED_BY(mu_);  // uid -> noted at
   bool poked_ ABSL_GUARDED_BY(mu_) = false;
+  std::set<std::string> standing_pools_ ABSL_GUARDED_BY(mu_);  // the last forecast's (point 8)
   Stats stats_ ABSL_GUARDED_BY(mu_);
   std::minstd_rand rng_ ABSL_GUARDED_BY(mu_);
   std::jthread keeper_;

@@ -188,5 +188,48 @@ TEST_F(BlocksTest, AFlushRecordsAHandedOutIPWhoseReservationVanished) {
   EXPECT_EQ(blocks_->stats().lost, 0);
 }
 
+// Point 6's fair parts: in a pool that cannot serve every node's waiting pods, a node reserves
+// no more than its fair part (the pool's IPs shared among the nodes its records name and the
+// node asking, less what its own pods hold), not every free IP. Found by bench/chaos_test: the
+// nodes that reserved first kept a tight pool's IPs for their own next pods (ADD p99 ~30 s).
+TEST_F(BlocksTest, ReservationsForWaitingPodsStopAtTheFairPartOfATightPool) {
+  std::string asker;
+  blocks_ = std::make_unique<NodeBlocks>(
+      kNode, BlockOptions{.max_block = 16}, committer_.get(),
+      NodeBlocks::Hooks{.cached_pool = [](const std::string&) { return nullptr; },
+                        .endpoint_ips = [](const std::string&) {
+                          return std::map<base::IPAddress, sp::AllocationRequest>{};
+                        },
+                        .build = Build,
+                        .waiting_pods = [] {  // 18 pods wait on this node
+                          std::set<std::string> uids;
+                          for (int i = 0; i < 18; ++i) uids.insert(base::StrCat("wait-", i));
+                          return uids;
+                        },
+                        .wanted_by = [&](const std::string&) { return asker; }},
+      nullptr);
+  auto pool = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", pool_name_);
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  auto reserve = [&](int other_pods) -> size_t {
+    absl::StatusOr<sp::PoolState> st = Build(*pool);  // 20 IPs
+    EXPECT_TRUE(st.ok()) << st.status();
+    if (!st.ok()) return 0;
+    for (int i = 0; i < other_pods; ++i) {
+      const std::string n = base::StrCat(i);
+      EXPECT_TRUE(st->Allocate({.pod = "ns/b" + n, .pod_uid = "b" + n, .node = "node-b"}).ok());
+    }
+    std::vector<base::IPAddress> reserved;
+    bool dirty = false;
+    blocks_->TopUp(pool_name_, *st, &reserved, &dirty);
+    return reserved.size();
+  };
+  EXPECT_EQ(reserve(0), 18u) << "alone in a pool with room: what the waiting pods need";
+  EXPECT_EQ(reserve(2), 10u) << "node-b holds 2 of 20 IPs: 20 / 2 nodes";
+  asker = "node-c";
+  EXPECT_EQ(reserve(2), 7u) << "and node-c asks: 20 / 3 nodes";
+  asker = "";
+  EXPECT_EQ(reserve(12), 8u) << "node-b's 12 pods leave 8, under the fair part: all of them";
+}
+
 }  // namespace
 }  // namespace spiderpool::agent::ipam

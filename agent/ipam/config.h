@@ -40,6 +40,10 @@ struct IPAMConfig {
   // IPs a node reserves ahead per pool, so that most ADDs need no pool write
   // (agent/ipam/blocks.h); 0 = off: every ADD writes its record before it returns.
   int64_t node_ip_block_size = 64;  // as a Calico block (/26)
+  // IPs a node keeps reserved, with no pod waiting, in each pool its pods are expected to use,
+  // so that the first pods of a Deployment need no pool write either (blocks.h point 8); 0 =
+  // none. Given back when the pool runs out of unreserved IPs.
+  int64_t node_ip_block_standing = 8;  // one kubelet batch
 
   template <typename V>
   void Visit(V& v) {
@@ -59,6 +63,7 @@ struct IPAMConfig {
     v.Field("requestTimeoutSeconds", request_timeout_seconds, {.minimum = 1});
     v.Field("waitAutoPoolSeconds", wait_auto_pool_seconds, {.minimum = 0});
     v.Field("nodeIPBlockSize", node_ip_block_size, {.minimum = 0, .maximum = 256});
+    v.Field("nodeIPBlockStanding", node_ip_block_standing, {.minimum = 0, .maximum = 256});
     v.Unknown(unknown);
   }
 

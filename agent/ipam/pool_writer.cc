@@ -43,7 +43,7 @@ PoolWriter::PoolWriter(std::shared_ptr<kube::RestClient> rest, PoolWriterOptions
                     return NewerPool(name, stale, absl::Milliseconds(50));
                   }},
                  clock_),
-      blocks_(options_.node_name, BlockOptions{.max_block = options_.block_size}, &committer_,
+      blocks_(options_.node_name, BlockOptions{.max_block = options_.block_size, .standing = options_.block_standing}, &committer_,
               {.cached_pool = [this](const std::string& name) { return caches_.pools->Get(name); },
                .endpoint_ips = [this](const std::string& pool) { return EndpointIPs(pool); },
                .build = [this](const api::SpiderIPPool& pool) { return BuildPool(pool); },
@@ -55,11 +55,11 @@ PoolWriter::PoolWriter(std::shared_ptr<kube::RestClient> rest, PoolWriterOptions
                  for (const auto& p : caches_.pools->List()) names.push_back(p->metadata.name);
                  return names;
                },
-               .prewarm_pools = [this]() -> std::vector<std::string> {
+               .forecast = [this]() -> PoolForecast {
                  if (!options_.forecast || !caches_.synced()) return {};
                  return options_.forecast();
                },
-               .wanted_elsewhere = [this](const std::string& pool) { return WantedElsewhere(pool); }},
+               .wanted_by = [this](const std::string& pool) { return WantedBy(pool); }},
               clock_) {}
 
 PoolWriter::~PoolWriter() { Stop(); }
@@ -115,18 +115,19 @@ std::set<std::string> PoolWriter::WaitingPods() const {
   return uids;
 }
 
-bool PoolWriter::WantedElsewhere(const std::string& pool) const {
+std::string PoolWriter::WantedBy(const std::string& pool) const {
   std::shared_ptr<const api::SpiderIPPool> p = (*caches_.pools).Get(pool);
-  if (p == nullptr) return false;
+  if (p == nullptr) return "";
   auto it = p->metadata.annotations.find(kAnnotationReservationsWanted);
-  if (it == p->metadata.annotations.end()) return false;
+  if (it == p->metadata.annotations.end()) return "";
   std::vector<std::string> parts = absl::StrSplit(it->second, ' ');
   int64_t at_ms = 0;
-  if (parts.size() != 2 || parts[0] == options_.node_name || !absl::SimpleAtoi(parts[1], &at_ms)) {
-    return false;
+  if (parts.size() != 2 || parts[0].empty() || parts[0] == options_.node_name ||
+      !absl::SimpleAtoi(parts[1], &at_ms)) {
+    return "";
   }
   const absl::Duration age = clock_->Now() - absl::FromUnixMillis(at_ms);
-  return age < absl::Seconds(10) && age > -absl::Seconds(10);
+  return age < absl::Seconds(10) && age > -absl::Seconds(10) ? parts[0] : "";
 }
 
 void PoolWriter::AskForReservations(const std::string& pool) {

@@ -57,9 +57,11 @@ struct PoolWriterOptions {
   int64_t block_size = 0;                  // nodeIPBlockSize (0: node reservations off)
   int64_t max_allocated_ips_per_pool = 0;  // 0: no limit beyond the pool's
   base::Clock* clock = nullptr;
-  // The pools the pods waiting on this node are expected to use (the prewarm, blocks.h point
-  // 4); nullptr: no prewarm.
-  std::function<std::vector<std::string>()> forecast;
+  // IPs kept reserved per pool with no pod waiting (blocks.h point 8; 0: none).
+  int64_t block_standing = 0;
+  // The pools this node's pods are expected to use (the prewarm and the standing blocks,
+  // blocks.h points 4 and 8); nullptr: none.
+  std::function<PoolForecast()> forecast;
 };
 
 class PoolWriter {
@@ -146,8 +148,8 @@ class PoolWriter {
   // Writes the unflushed block assignments of `uid` in `pools` as pod records first.
   absl::Status FlushBlocks(const std::vector<std::string>& pools, const std::string& uid,
                            absl::Time deadline);
-  // `pool` carries a fresh kAnnotationReservationsWanted of another node.
-  bool WantedElsewhere(const std::string& pool) const;
+  // The other node whose fresh kAnnotationReservationsWanted `pool` carries; empty: none.
+  std::string WantedBy(const std::string& pool) const;
   // Asks the other nodes for their idle reservations of `pool` (at most once a second).
   void AskForReservations(const std::string& pool);
   // After a 409: the pool as soon as the watch delivers a version newer than `stale`.

@@ -93,7 +93,8 @@ IpamService::IpamService(std::shared_ptr<kube::RestClient> rest, ServiceOptions 
                .block_size = options_.config.node_ip_block_size,
                .max_allocated_ips_per_pool = options_.config.max_allocated_ips_per_pool,
                .clock = clock_,
-               .forecast = [this] { return PrewarmPools(); }},
+               .block_standing = options_.config.node_ip_block_standing,
+               .forecast = [this] { return Forecast(); }},
               {.pools = &caches_.pools.store(),
                .endpoints = &caches_.endpoints.store(),
                .reserved = &caches_.reserved_ips.store(),
@@ -277,7 +278,7 @@ absl::StatusOr<std::optional<api::SpiderEndpoint>> IpamService::GetEndpoint(cons
   return base::Annotate(fresh.status(), base::StrCat("getting SpiderEndpoint ", ns, "/", name));
 }
 
-std::vector<std::string> IpamService::PrewarmPools() {
+PoolForecast IpamService::Forecast() {
   if (!writer_.reservations_enabled() || !Ready()) return {};
   ipamapi::IpamAddArgs args;
   std::map<std::string, std::vector<std::string>> known;
@@ -320,7 +321,24 @@ std::vector<std::string> IpamService::PrewarmPools() {
     absl::MutexLock l(&prewarm_mu_);
     predicted_ = std::move(now);  // only the pods still waiting
   }
-  return {out.begin(), out.end()};
+  PoolForecast forecast{.for_waiting_pods = {out.begin(), out.end()}};
+  // A pod with no annotations, in a namespace with none (rules 5 and 6: the NAD's defaults of
+  // the last ADD, the cluster's default pools), that the pools' node filters let in here.
+  sp::SelectionRequest bare;
+  bare.node = {.name = options_.node_name, .labels = caches_.NodeLabels()};
+  bare.if_name = args.if_name;
+  bare.default_ipv4_pools = args.default_ipv4_ippool;
+  bare.default_ipv6_pools = args.default_ipv6_ippool;
+  bare.clean_gateway = args.clean_gateway;
+  std::vector<std::shared_ptr<const api::SpiderIPPool>> keep;
+  if (absl::StatusOr<sp::Selection> sel = sp::SelectPools(bare, SelectionConfigFor(), PoolSnapshot(&keep));
+      sel.ok()) {
+    for (const sp::NicCandidates& nic : sel->nics) {
+      if (!nic.ipv4_pools.empty()) forecast.standing.push_back(nic.ipv4_pools.front());
+      if (!nic.ipv6_pools.empty()) forecast.standing.push_back(nic.ipv6_pools.front());
+    }
+  }
+  return forecast;
 }
 
 void IpamService::NoteSandbox(const std::string& uid, const std::string& container_id) {

@@ -127,10 +127,11 @@ class IpamService : public IpamBackend {
       const ipamapi::IpamAddArgs& args);
   std::vector<const api::SpiderIPPool*> PoolSnapshot(
       std::vector<std::shared_ptr<const api::SpiderIPPool>>* keep) const;
-  // NodeBlocks' prewarm: the pools the selection picks for the waiting pods (first candidate
-  // per NIC and family), with the NIC and default pools of this node's last ADD (eth0 and
-  // none before the first one). Predictions are kept per pod UID while it waits.
-  std::vector<std::string> PrewarmPools();
+  // NodeBlocks' prewarm and standing blocks: the pools the selection picks for the waiting
+  // pods (first candidate per NIC and family) and for a pod without annotations on this node,
+  // with the NIC and default pools of this node's last ADD (eth0 and none before the first
+  // one). Predictions are kept per pod UID while it waits.
+  PoolForecast Forecast();
   ::spiderpool::ipam::SelectionConfig SelectionConfigFor() const;
 
   // The last sandbox (container) of pod `uid` whose ADD succeeded here.
@@ -215,7 +216,7 @@ class IpamService : public IpamBackend {
   absl::Mutex owners_mu_;
   std::map<std::string, ::spiderpool::ipam::PodOwner> top_owners_ ABSL_GUARDED_BY(owners_mu_);
 
-  // What PrewarmPools() predicts with: the last ADD's NIC and default pools, and its
+  // What Forecast() predicts with: the last ADD's NIC and default pools, and its
   // predictions per waiting pod UID.
   absl::Mutex prewarm_mu_;
   ipamapi::IpamAddArgs add_template_ ABSL_GUARDED_BY(prewarm_mu_);

@@ -293,6 +293,60 @@ TEST_P(ReservationTest, ACrashedAgentsReservationsGoBackWithoutAnAdd) {
   }
 }
 
+// Point 8 (issue 17: "a node has its first reservation before its first pod"): with no pod on
+// the node, the agent reserves a standing block in the cluster's default pool; the first pods
+// are served from it without a pool write of their own; once they are gone and the node is
+// idle, the block is back to its standing size (not given back to nothing).
+TEST_P(ReservationTest, AStandingBlockComesBeforeTheFirstPodAndStaysWhenIdle) {
+  CreatePool("v4", "10.82.0.0/24", {"10.82.0.1-10.82.0.40"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
+  CreatePool("other", "10.83.0.0/24", {"10.83.0.1-10.83.0.40"});  // not a default pool
+  standing_ = 4;
+  IpamService& agent = Agent("a");
+  // Bounded waits (the first standing write comes within prewarm_stagger, 1 s; idle_release is
+  // 2 s, a refill at most every 5 s): failure guards only.
+  for (int i = 0; i < 400 && Reservations("v4") < 4; ++i) absl::SleepFor(absl::Milliseconds(25));
+  EXPECT_EQ(Reservations("v4"), 4) << "a standing block before any pod";
+  EXPECT_EQ(Reservations("other"), 0) << "no pod without annotations would get this pool";
+  std::vector<api::Pod> pods;
+  for (int i = 0; i < 3; ++i) {
+    pods.push_back(CreatePod(base::StrCat("s", i), "a"));
+    auto r = agent.Allocate(Add(pods.back()), Deadline());
+    ASSERT_TRUE(r.ok()) << r.status();
+  }
+  EXPECT_EQ(agent.block_stats().taken, 3) << "the first pods need no pool write of their own";
+  for (const api::Pod& pod : pods) ASSERT_TRUE(agent.Release(Del(pod), Deadline()).ok());
+  auto settled = [&] { return Reservations("v4") == 4 && Records("v4").empty(); };
+  for (int i = 0; i < 600 && !settled(); ++i) absl::SleepFor(absl::Milliseconds(25));
+  EXPECT_EQ(Reservations("v4"), 4) << "idle: back to the standing block, not to nothing";
+  EXPECT_TRUE(Records("v4").empty());
+}
+
+// A standing block is not hoarding: when another node's ADD finds the pool full it is given
+// back, it is not taken again while the pool has no unreserved IP, and it comes back once the
+// pool has room again.
+TEST_P(ReservationTest, StandingBlocksGoBackWhenThePoolRunsOut) {
+  CreatePool("v4", "10.84.0.0/24", {"10.84.0.1-10.84.0.10"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
+  standing_ = 4;
+  IpamService& a = Agent("a");
+  for (int i = 0; i < 400 && Reservations("v4") < 4; ++i) absl::SleepFor(absl::Milliseconds(25));
+  ASSERT_EQ(Reservations("v4"), 4) << "node a's standing block";
+  standing_ = 0;
+  IpamService& b = Agent("b");
+  std::vector<api::Pod> pods;
+  for (int i = 0; i < 10; ++i) {
+    pods.push_back(CreatePod(base::StrCat("b", i), "b"));
+    auto r = b.Allocate(Add(pods.back()), Deadline());
+    ASSERT_TRUE(r.ok()) << "ADD " << i << " on node b: " << r.status();
+  }
+  EXPECT_GE(a.block_stats().released, 4) << "node a gave its standing block back";
+  EXPECT_EQ(Records("v4").size(), 10u);
+  absl::SleepFor(absl::Seconds(3));  // a's keeper must not take IPs of a full pool again
+  EXPECT_EQ(Reservations("v4"), 0);
+  for (const api::Pod& pod : pods) ASSERT_TRUE(b.Release(Del(pod), Deadline()).ok());
+  for (int i = 0; i < 600 && Reservations("v4") < 4; ++i) absl::SleepFor(absl::Milliseconds(25));
+  EXPECT_EQ(Reservations("v4"), 4) << "room again: node a's standing block is back";
+}
+
 INSTANTIATE_TEST_SUITE_P(NodeReservations, ReservationTest, ::testing::Values(16),
                          NodeReservationsName);
 
