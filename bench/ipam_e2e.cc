@@ -14,6 +14,11 @@
 //
 //   bazel run -c opt //bench:ipam_e2e -- [--nodes=10] [--pods-per-node=100] [--workers-per-node=8]
 //       [--block-size=N (nodeIPBlockSize; 0 = reservations off)]
+//       [--standing=N (nodeIPBlockStanding; 0 = no standing blocks)]
+//       [--default-pool=1 (the pool is a cluster default pool, spec.default, as the chart
+//        installs it; the agents then reserve their standing blocks before any pod)]
+//       [--start-delay-ms=N (wait N ms after the agents answer before the first ADD: agents
+//        that have been running a while)]
 //       [--pod-lead-ms=N (each pod created N ms before its ADD; default -1: all created before
 //        the agents start)]
 //       [--latency-model=on|off] [--latency-per-request-us=N] [--latency-per-write-us=N]
@@ -237,6 +242,10 @@ int main(int argc, char** argv) {
   // scheduled while its agent restarted, or a burst that the kubelets work through); N >= 0 =
   // each pod N ms before its own ADD (the agent learns of it only just before).
   const int pod_lead_ms = Flag(argc, argv, "pod-lead-ms", -1);
+  // nodeIPBlockStanding (-1: the built-in default).
+  const int standing = Flag(argc, argv, "standing", -1);
+  const bool default_pool = Flag(argc, argv, "default-pool", 0) != 0;
+  const int start_delay_ms = Flag(argc, argv, "start-delay-ms", 0);
   const bool with_controller = Flag(argc, argv, "controller", 1) != 0;
   // Off by default: the DRA binary adds ~13 MB of agent RSS and ~2 API requests per ADD, which
   // would blur the IPAM numbers; --dra=1 measures the ResourceSlice writes (issue 15).
@@ -297,6 +306,7 @@ int main(int argc, char** argv) {
     const int last = pods;  // 10.100.0.1 .. 10.100.x.y, `pods` addresses
     pool.spec.ips = {base::StrCat("10.100.0.1-10.100.", last / 256, ".", last % 256)};
     pool.spec.gateway = "10.100.255.254";
+    if (default_pool) pool.spec.default_ = true;
     auto created = kube::Client<api::SpiderIPPool>(c.rest()).Create(pool);
     if (!created.ok()) {
       std::cerr << created.status() << "\n";
@@ -358,9 +368,11 @@ int main(int argc, char** argv) {
   std::vector<std::string> agent_flags = {"--kubeconfig=" + kubeconfig, "--health-port=0",
                                            "--agent-namespace=" + c.ns(), "--qps=1000",
                                            "--burst=2000"};
-  if (block_size >= 0) {
+  if (block_size >= 0 || standing >= 0) {
     const std::string conf = tmp + "/conf.yml";
-    std::ofstream(conf) << "nodeIPBlockSize: " << block_size << "\n";
+    std::ofstream out(conf);
+    if (block_size >= 0) out << "nodeIPBlockSize: " << block_size << "\n";
+    if (standing >= 0) out << "nodeIPBlockStanding: " << standing << "\n";
     agent_flags.push_back("--config=" + conf);
   }
   // DRA: every agent discovers its NICs in one scratch network namespace holding an
@@ -443,6 +455,7 @@ int main(int argc, char** argv) {
     if (at != std::string::npos) agents[n].health_port = std::stoi(log.substr(at + 12));
   }
   const double agents_ready_s = absl::ToDoubleSeconds(absl::Now() - epoch);
+  absl::SleepFor(absl::Milliseconds(start_delay_ms));
 
   auto cni = [&](const std::string& command, const PodRef& pod) {
     const std::string conf = base::DumpJson(base::Json{
@@ -651,6 +664,9 @@ int main(int argc, char** argv) {
       {"workers_per_node", workers},
       {"node_ip_block_size", block_size},
       {"pod_lead_ms", pod_lead_ms},
+      {"node_ip_block_standing", standing},
+      {"default_pool", default_pool},
+      {"start_delay_ms", start_delay_ms},
       {"latency_model", latency_json},
       {"agent_binary", agent_bin},
       {"agents_ready_s", agents_ready_s},
