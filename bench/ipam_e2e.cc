@@ -29,6 +29,7 @@
 //
 // Not a test: numbers go to bench/README.md.
 
+#include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -160,6 +161,33 @@ base::Json Stats(const std::vector<double>& ms, double wave_s, int failures) {
           {"failures", failures}};
 }
 
+// The agents and the controller die with this process: a SIGTERM/SIGINT/SIGHUP (`timeout`, ^C)
+// kills them before it exits, so an interrupted run leaves no orphans behind. Only
+// async-signal-safe calls in the handler.
+constexpr int kMaxChildren = 4096;
+std::atomic<pid_t> g_children[kMaxChildren];
+std::atomic<int> g_child_count{0};
+
+void KillChildrenAndExit(int sig) {
+  const int n = std::min(g_child_count.load(), kMaxChildren);
+  for (int i = 0; i < n; ++i) {
+    if (const pid_t pid = g_children[i].load(); pid > 0) ::kill(pid, SIGKILL);
+  }
+  ::_exit(128 + sig);
+}
+
+void DieWithThisProcess(pid_t pid) {
+  const int i = g_child_count.fetch_add(1);
+  if (i < kMaxChildren) g_children[i].store(pid);
+}
+
+void KillChildrenOnSignals() {
+  struct sigaction sa = {};
+  sa.sa_handler = KillChildrenAndExit;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+}
+
 struct Agent {
   std::unique_ptr<base::Process> process;
   std::string socket;
@@ -231,6 +259,7 @@ base::Json SliceStats(const std::map<std::string, std::vector<double>>& writes, 
 
 int main(int argc, char** argv) {
   spiderpool::base::IgnoreSigpipe();
+  KillChildrenOnSignals();
   const int nodes = Flag(argc, argv, "nodes", 10);
   const int per_node = Flag(argc, argv, "pods-per-node", 100);
   // ADDs (and DELs) each simulated node runs at once: 8, what a kubelet does when a Deployment
@@ -363,6 +392,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     controller = *std::move(p);
+    DieWithThisProcess(controller->pid());
   }
 
   std::vector<std::string> agent_flags = {"--kubeconfig=" + kubeconfig, "--health-port=0",
@@ -437,6 +467,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     agents[n].process = std::move(*p);
+    DieWithThisProcess(agents[n].process->pid());
   }
   for (int n = 0; n < nodes; ++n) {
     for (int i = 0;; ++i) {
