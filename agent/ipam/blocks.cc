@@ -666,17 +666,20 @@ void NodeBlocks::Loop(std::stop_token stop) {
         std::shared_ptr<const api::SpiderIPPool> cached = hooks_.cached_pool(pool);
         // No unreserved IP left: other nodes may be waiting for one.
         const bool tight = cached == nullptr || cached->status.free_ip_count.value_or(1) == 0;
-        // Point 8: what this node keeps reserved here with no pod waiting.
+        // Point 8: what this node keeps reserved here with no pod waiting; never beyond its fair
+        // part of the pool (a node whose pods hold their share of a pool keeps none).
         const int64_t keep = options_.standing > 0 && (b.ever_used || standing_pools_.count(pool)) &&
                                      !tight && !wanted_here
-                                 ? options_.standing
+                                 ? std::min(options_.standing, b.fair_keep)
                                  : 0;
         if (keep > 0 && !what.topup && b.topups_in_flight == 0 &&
             static_cast<int64_t>(b.free.size()) < keep &&
             // (unknown before the controller or a write sets the counts)
             cached->status.free_ip_count.value_or(std::numeric_limits<int64_t>::max()) >=
                 2 * options_.standing &&
-            now - b.last_take >= options_.flush_after) {
+            now - b.last_take >= options_.flush_after &&
+            // For idle nodes: pods waiting here are the prewarm's and the top-ups' business.
+            WaitingLocked(b) == 0) {
           if (b.standing_at == absl::InfiniteFuture()) {
             const int64_t stagger_ms = absl::ToInt64Milliseconds(options_.prewarm_stagger);
             b.standing_at = now + absl::Milliseconds(

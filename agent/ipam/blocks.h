@@ -70,8 +70,11 @@
 //      first such write comes after a random pause of up to `prewarm_stagger` (agents started
 //      together do not collide), a refill at most every kStandingRefill. An idle block is given
 //      back down to `standing`, not to nothing; in a pool with no unreserved IP left, or when
-//      another node asks (point 6), nothing is kept. It never takes more than a fair part of
-//      the pool's free IPs (TopUp's halving), so standing blocks alone never fill a pool.
+//      another node asks (point 6), nothing is kept, nor beyond the node's fair part of the
+//      pool (point 6: a node whose pods hold their share keeps none). It never takes more than a
+//      fair part of the pool's free IPs (TopUp's halving), so standing blocks alone never fill a
+//      pool; and it is refilled only while no pod waits here (the prewarm and the top-ups
+//      serve those).
 //
 // Every change of the pool status still goes through the GroupCommitter (and therefore the
 // API server's resourceVersion check): reservations only move WHEN the write happens.
