@@ -172,8 +172,14 @@ void NodeBlocks::NoteFairPartLocked(Block& b, const sp::PoolState& state,
   const int64_t fair = (ips + n - 1) / n;
   auto mine = held.find(node_);
   const int64_t pods_here = mine == held.end() ? 0 : mine->second.pods;
-  // Handed out here and not written yet: reservations in the pool, pods' IPs in truth.
-  b.fair_keep = std::max<int64_t>(0, fair - pods_here - static_cast<int64_t>(b.assigned.size()));
+  // Handed out here and not written yet: reservations in `state`, pods' IPs in truth. (Those
+  // this very write records are pod records in `state` already: not counted twice.)
+  int64_t handed_out = 0;
+  for (const auto& [ip, req] : b.assigned) {
+    const api::PoolIPAllocation* rec = state.RecordOf(ip);
+    if (rec != nullptr && api::IsNodeReservation(*rec)) ++handed_out;
+  }
+  b.fair_keep = std::max<int64_t>(0, fair - pods_here - handed_out);
 }
 
 int64_t NodeBlocks::KeepForWaitingLocked(const Block& b) const {
