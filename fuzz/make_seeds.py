@@ -173,7 +173,7 @@ clusterSubnetDefaultFlexibleIPNumber: 1
 clusterNetwork: "kube-system/macvlan"
 """)
 write("agent", "conf_yml", "seed-json.txt", compact({"enableIPv4": True, "enableIPv6": True, "waitAutoPoolSeconds": 5,
-                                                     "nodeIPBlockSize": 16}))
+                                                     "nodeIPBlockSize": 16, "nodeIPBlockStanding": 4}))
 
 # ---- DRA checkpoint: first byte odd = recompute the checksum (dra_checkpoint.cc) ---------
 data = {"nodeBootID": "3f1e8a3c-5d1b-4c1e-9b1a-0d6c2f0e8a11",

@@ -180,6 +180,7 @@ void NodeBlocks::NoteFairPartLocked(Block& b, const sp::PoolState& state,
     if (rec != nullptr && api::IsNodeReservation(*rec)) ++handed_out;
   }
   b.fair_keep = std::max<int64_t>(0, fair - pods_here - handed_out);
+  b.pool_nodes = n;
 }
 
 int64_t NodeBlocks::KeepForWaitingLocked(const Block& b) const {
@@ -672,17 +673,18 @@ void NodeBlocks::Loop(std::stop_token stop) {
         std::shared_ptr<const api::SpiderIPPool> cached = hooks_.cached_pool(pool);
         // No unreserved IP left: other nodes may be waiting for one.
         const bool tight = cached == nullptr || cached->status.free_ip_count.value_or(1) == 0;
-        // Point 8: what this node keeps reserved here with no pod waiting; never beyond its fair
-        // part of the pool (a node whose pods hold their share of a pool keeps none).
+        // Point 8: what this node keeps reserved here with no pod waiting: only in a roomy pool
+        // (the free count is unknown before the controller or a write sets it), never beyond
+        // its fair part of the pool (a node whose pods hold their share of a pool keeps none).
+        const bool roomy =
+            !tight && cached->status.free_ip_count.value_or(std::numeric_limits<int64_t>::max()) >=
+                          2 * options_.standing * std::max<int64_t>(1, b.pool_nodes);
         const int64_t keep = options_.standing > 0 && (b.ever_used || standing_pools_.count(pool)) &&
-                                     !tight && !wanted_here
+                                     roomy && !wanted_here
                                  ? std::min(options_.standing, b.fair_keep)
                                  : 0;
         if (keep > 0 && !what.topup && b.topups_in_flight == 0 &&
             static_cast<int64_t>(b.free.size()) < keep &&
-            // (unknown before the controller or a write sets the counts)
-            cached->status.free_ip_count.value_or(std::numeric_limits<int64_t>::max()) >=
-                2 * options_.standing &&
             now - b.last_take >= options_.flush_after &&
             // For idle nodes: pods waiting here are the prewarm's and the top-ups' business.
             WaitingLocked(b) == 0) {

@@ -71,7 +71,9 @@
 //      together do not collide), a refill at most every kStandingRefill. An idle block is given
 //      back down to `standing`, not to nothing; in a pool with no unreserved IP left, or when
 //      another node asks (point 6), nothing is kept, nor beyond the node's fair part of the
-//      pool (point 6: a node whose pods hold their share keeps none). It never takes more than a
+//      pool (point 6: a node whose pods hold their share keeps none), nor in a pool that is not
+//      roomy (fewer unreserved IPs than 2 x `standing` per node it is shared among: there
+//      standing blocks would only move IPs back and forth between idle nodes and busy ones). It never takes more than a
 //      fair part of the pool's free IPs (TopUp's halving), so standing blocks alone never fill a
 //      pool; and it is refilled only while no pod waits here (the prewarm and the top-ups
 //      serve those).
@@ -277,6 +279,7 @@ class NodeBlocks {
     // Point 6: the most free reservations this node may keep when the pool cannot serve every
     // node (its fair part less its pods'), as of this agent's last write; unknown: no limit.
     int64_t fair_keep = std::numeric_limits<int64_t>::max();
+    int64_t pool_nodes = 0;  // the nodes that part was shared among (0: unknown)
     // Point 5: pod records to free (uid, container), since `first_pending`.
     std::set<std::pair<std::string, std::string>> pending_releases;
     absl::Time first_pending = absl::InfiniteFuture();

@@ -323,9 +323,10 @@ TEST_P(ReservationTest, AStandingBlockComesBeforeTheFirstPodAndStaysWhenIdle) {
 
 // A standing block is not hoarding: when another node's ADD finds the pool full it is given
 // back, it is not taken again while the pool has no unreserved IP, and it comes back once the
-// pool has room again.
+// pool has room again. And in a pool that is not roomy there is none.
 TEST_P(ReservationTest, StandingBlocksGoBackWhenThePoolRunsOut) {
-  CreatePool("v4", "10.84.0.0/24", {"10.84.0.1-10.84.0.10"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
+  // 20 IPs: roomy enough for a standing block of 4 with two nodes (2 x 4 per node).
+  CreatePool("v4", "10.84.0.0/24", {"10.84.0.1-10.84.0.20"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
   standing_ = 4;
   IpamService& a = Agent("a");
   for (int i = 0; i < 400 && Reservations("v4") < 4; ++i) absl::SleepFor(absl::Milliseconds(25));
@@ -333,18 +334,38 @@ TEST_P(ReservationTest, StandingBlocksGoBackWhenThePoolRunsOut) {
   standing_ = 0;
   IpamService& b = Agent("b");
   std::vector<api::Pod> pods;
-  for (int i = 0; i < 10; ++i) {
+  for (int i = 0; i < 20; ++i) {
     pods.push_back(CreatePod(base::StrCat("b", i), "b"));
     auto r = b.Allocate(Add(pods.back()), Deadline());
     ASSERT_TRUE(r.ok()) << "ADD " << i << " on node b: " << r.status();
   }
   EXPECT_GE(a.block_stats().released, 4) << "node a gave its standing block back";
-  EXPECT_EQ(Records("v4").size(), 10u);
+  EXPECT_EQ(Records("v4").size(), 20u);
   absl::SleepFor(absl::Seconds(3));  // a's keeper must not take IPs of a full pool again
   EXPECT_EQ(Reservations("v4"), 0);
   for (const api::Pod& pod : pods) ASSERT_TRUE(b.Release(Del(pod), Deadline()).ok());
   for (int i = 0; i < 600 && Reservations("v4") < 4; ++i) absl::SleepFor(absl::Milliseconds(25));
   EXPECT_EQ(Reservations("v4"), 4) << "room again: node a's standing block is back";
+}
+
+// Standing blocks are for roomy pools: with 12 of 20 IPs free and two nodes (fewer than 2 x 4
+// per node) node a keeps none (it may reserve once before it knows how many nodes share the
+// pool, then gives it back when idle), so busy nodes never have to ask idle ones for them.
+TEST_P(ReservationTest, NoStandingBlockInAPoolThatIsNotRoomy) {
+  CreatePool("v4", "10.86.0.0/24", {"10.86.0.1-10.86.0.20"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
+  IpamService& b = Agent("b");
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_TRUE(b.Allocate(Add(CreatePod(base::StrCat("b", i), "b")), Deadline()).ok());
+  }
+  ASSERT_EQ(Records("v4").size(), 8u);
+  // Bounded wait (b's idle reservations go back after idle_release, 2 s): a guard only.
+  for (int i = 0; i < 400 && Reservations("v4") != 0; ++i) absl::SleepFor(absl::Milliseconds(25));
+  ASSERT_EQ(Reservations("v4"), 0);
+  standing_ = 4;
+  Agent("a");
+  absl::SleepFor(absl::Seconds(1) + absl::Seconds(2) + absl::Seconds(2));  // stagger + idle + margin
+  for (int i = 0; i < 400 && Reservations("v4") != 0; ++i) absl::SleepFor(absl::Milliseconds(25));
+  EXPECT_EQ(Reservations("v4"), 0) << "no standing block in a pool this tight";
 }
 
 INSTANTIATE_TEST_SUITE_P(NodeReservations, ReservationTest, ::testing::Values(16),
