@@ -28,12 +28,11 @@ TEST(ChaosTest, ShortSeededRunHasNoDuplicatesNoLeaksNoUnaddressedPods) {
   o.leader_kill_every = absl::Seconds(8);
   o.plugin_kill_rate = 0.05;
   o.min_duration = absl::Seconds(30);
-  // Each pod has this long to get an IP, retries included. In this tight pool ADDs wait for
-  // other pods' DELs (nodes keep the free reservations their own waiting pods will need): under
-  // the sanitizers and the suite's load ADD p99 was 30-83 s, max 106 s (bench/README.md,
-  // "chaos", session 12), too close to 120 s. The run checks correctness, not latency; the
-  // tail is ipam_e2e's and an open defect.
-  o.pod_deadline = absl::Seconds(240);
+  // Each pod has this long to get an IP, retries included. Under the sanitizers, with every
+  // fault on and the suite's load, ADD p99 was 40-108 s and max 46-172 s in session 13's four
+  // full runs (53 / 59 s alone; an optimized build: p99 2-3 s; bench/README.md, "chaos").
+  // The run checks correctness, not latency: a pod that never gets an IP still fails it.
+  o.pod_deadline = absl::Seconds(360);
   o.settle_margin = absl::Seconds(30);
   base::Json out = RunChaos(o);
   std::cout << base::DumpJson(out) << std::endl;
