@@ -160,15 +160,22 @@ absl::Status Rig::StartProc(Proc& p, std::vector<std::string> argv, const std::s
   return absl::OkStatus();
 }
 
-void Rig::KillProc(Proc& p) {
+void Rig::KillProc(Proc& p) { StopProc(p, SIGKILL, absl::ZeroDuration()); }
+
+bool Rig::StopProc(Proc& p, int sig, absl::Duration timeout) {
   std::lock_guard<std::mutex> l(p.mu);
-  if (p.process == nullptr) return;
+  if (p.process == nullptr) return true;
   p.killed = true;
-  p.process->Signal(SIGKILL);
+  p.process->Signal(sig);
+  const absl::Time deadline = absl::Now() + timeout;
+  while (p.process->Running() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(20));
+  const bool stopped = sig == SIGKILL || !p.process->Running();
+  if (!stopped) p.process->Signal(SIGKILL);
   p.process->Wait();
   p.process.reset();
   // Keep what it wrote (output_file is truncated by the next start).
   std::ofstream(p.log, std::ios::app) << ReadFile(p.log + ".cur");
+  return stopped;
 }
 
 std::vector<std::string> Rig::AgentArgv(int node) const {
@@ -202,19 +209,7 @@ absl::Status Rig::StartAgent(int node) {
 void Rig::KillAgent(int node) { KillProc(*agents_[node]); }
 
 bool Rig::StopAgent(int node, absl::Duration timeout) {
-  Proc& p = *agents_[node];
-  std::lock_guard<std::mutex> l(p.mu);
-  if (p.process == nullptr) return true;
-  p.killed = true;
-  p.process->Signal(SIGTERM);
-  const absl::Time deadline = absl::Now() + timeout;
-  while (p.process->Running() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(20));
-  const bool stopped = !p.process->Running();
-  if (!stopped) p.process->Signal(SIGKILL);
-  p.process->Wait();
-  p.process.reset();
-  std::ofstream(p.log, std::ios::app) << ReadFile(p.log + ".cur");
-  return stopped;
+  return StopProc(*agents_[node], SIGTERM, timeout);
 }
 
 pid_t Rig::agent_pid(int node) const {

@@ -134,6 +134,9 @@ class Rig {
   };
   absl::Status StartProc(Proc& p, std::vector<std::string> argv, const std::string& log);
   void KillProc(Proc& p);
+  // `sig`, then SIGKILL if still running after `timeout`; reaps, keeps the log. False if it
+  // had to be killed (never for SIGKILL itself).
+  bool StopProc(Proc& p, int sig, absl::Duration timeout);
   std::vector<std::string> AgentArgv(int node) const;
   std::vector<std::string> ControllerArgv(int replica, const std::string& identity) const;
 

@@ -578,6 +578,12 @@ absl::Status NodeBlocks::Sync(const std::string& pool, SyncWhat what, absl::Time
   return absl::OkStatus();
 }
 
+absl::Time NodeBlocks::StaggeredLocked(absl::Time now) {
+  const int64_t stagger_ms = absl::ToInt64Milliseconds(options_.prewarm_stagger);
+  return now + absl::Milliseconds(
+      stagger_ms > 0 ? std::uniform_int_distribution<int64_t>(0, stagger_ms)(rng_) : 0);
+}
+
 absl::Duration NodeBlocks::YieldPause() {
   return absl::Milliseconds(std::uniform_int_distribution<int>(20, 200)(rng_));
 }
@@ -591,9 +597,7 @@ void NodeBlocks::PlanPrewarm(const std::vector<std::string>& pools) {
       b.prewarm_done = true;  // recovered from an earlier run, or an ADD came first
       continue;
     }
-    const int64_t stagger_ms = absl::ToInt64Milliseconds(options_.prewarm_stagger);
-    b.prewarm_at = now + absl::Milliseconds(
-        stagger_ms > 0 ? std::uniform_int_distribution<int64_t>(0, stagger_ms)(rng_) : 0);
+    b.prewarm_at = StaggeredLocked(now);
   }
 }
 
@@ -688,11 +692,7 @@ void NodeBlocks::Loop(std::stop_token stop) {
             now - b.last_take >= options_.flush_after &&
             // For idle nodes: pods waiting here are the prewarm's and the top-ups' business.
             WaitingLocked(b) == 0) {
-          if (b.standing_at == absl::InfiniteFuture()) {
-            const int64_t stagger_ms = absl::ToInt64Milliseconds(options_.prewarm_stagger);
-            b.standing_at = now + absl::Milliseconds(
-                stagger_ms > 0 ? std::uniform_int_distribution<int64_t>(0, stagger_ms)(rng_) : 0);
-          }
+          if (b.standing_at == absl::InfiniteFuture()) b.standing_at = StaggeredLocked(now);
           if (now >= b.standing_at) {
             what.topup = true;
             b.standing_topup = true;

@@ -325,6 +325,9 @@ class NodeBlocks {
   static constexpr int kMaxYields = 3;
   // How long a background write steps back: random, so that the losers spread out.
   absl::Duration YieldPause() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `now` plus a random pause of up to `prewarm_stagger`: the first write of agents started
+  // together (prewarm, standing blocks) spread out.
+  absl::Time StaggeredLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string node_;
   const BlockOptions options_;
