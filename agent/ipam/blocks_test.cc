@@ -231,5 +231,68 @@ TEST_F(BlocksTest, ReservationsForWaitingPodsStopAtTheFairPartOfATightPool) {
   EXPECT_EQ(reserve(12), 8u) << "node-b's 12 pods leave 8, under the fair part: all of them";
 }
 
+// The fair part a flush computes counts this node's pods once: the IPs that very write turns
+// from reservations into pod records were counted twice (as pods and as handed out), so when
+// another node asked, the keeper gave back reservations its own waiting pods needed, and they
+// came back through slow-path writes (ipam_e2e: ~52 pool writes instead of ~43).
+TEST_F(BlocksTest, AFlushCountsThePodsItRecordsOnceInTheFairPart) {
+  std::atomic<bool> asked{false};
+  blocks_ = std::make_unique<NodeBlocks>(
+      kNode,
+      BlockOptions{.max_block = 16, .idle_release = absl::Hours(1),
+                   .tight_idle_release = absl::Hours(1)},
+      committer_.get(),
+      NodeBlocks::Hooks{.cached_pool = [](const std::string&) { return nullptr; },
+                        .endpoint_ips = [](const std::string&) {
+                          return std::map<base::IPAddress, sp::AllocationRequest>{};
+                        },
+                        .build = Build,
+                        .waiting_pods = [] {  // 18 pods wait on this node
+                          std::set<std::string> uids;
+                          for (int i = 0; i < 18; ++i) uids.insert(base::StrCat("wait-", i));
+                          return uids;
+                        },
+                        .wanted_by = [&](const std::string&) {
+                          return asked ? std::string("node-c") : std::string();
+                        }},
+      nullptr);
+  // node-b's 2 pods hold 2 of the 20 IPs; this node reserves its fair part, 20 / 2 nodes.
+  std::vector<base::IPAddress> reserved;
+  ASSERT_TRUE(committer_
+                  ->Run(pool_name_,
+                        [&](PoolBook& book) {
+                          for (const char* uid : {"b0", "b1"}) {
+                            absl::Status s = book.state.Allocate(
+                                {.pod = base::StrCat("ns/", uid), .pod_uid = uid, .node = "node-b"})
+                                                 .status();
+                            if (!s.ok()) return s;
+                          }
+                          book.dirty = true;
+                          blocks_->TopUp(pool_name_, book.state, &reserved, &book.dirty);
+                          return absl::OkStatus();
+                        },
+                        absl::Now() + absl::Seconds(30), PoolCommitter::OnConflict::kRetry,
+                        [&] { blocks_->AddReserved(pool_name_, reserved); })
+                  .ok());
+  ASSERT_EQ(reserved.size(), 10u);
+  // 4 of the waiting pods get an IP from the block; node-c asks for reservations; the flush
+  // writes the 4 as pod records. Fair part with node-c: 20 / 3 nodes = 7, less this node's 4
+  // pods: 3 of the 6 left stay for the 14 pods still waiting, 3 go back.
+  for (int i = 0; i < 4; ++i) {
+    const std::string uid = base::StrCat("wait-", i);
+    ASSERT_TRUE(blocks_
+                    ->Take(pool_name_, {.pod = "ns/" + uid, .pod_uid = uid, .node = kNode},
+                           [](const base::IPAddress&) { return true; }, absl::Now() + absl::Seconds(1))
+                    .has_value());
+  }
+  asked = true;
+  ASSERT_TRUE(blocks_->Flush(pool_name_, absl::Now() + absl::Seconds(30)).ok());
+  blocks_->Start();
+  EXPECT_TRUE(base::testing::WaitUntil([&] { return ReservedInPool().size() < 6; }, absl::Seconds(10)))
+      << "node-c asked, but nothing was given back";
+  EXPECT_EQ(ReservedInPool().size(), 3u)
+      << "the keeper kept less than the fair part for this node's waiting pods";
+}
+
 }  // namespace
 }  // namespace spiderpool::agent::ipam
