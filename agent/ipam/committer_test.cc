@@ -10,9 +10,11 @@
 #include <vector>
 
 #include "absl/synchronization/notification.h"
+#include "base/clock.h"
 #include "base/strings.h"
 #include "gtest/gtest.h"
 #include "kube/rest/client.h"
+#include "kube/rest/errors.h"
 #include "kube/testing/spider_cluster.h"
 
 namespace spiderpool::agent::ipam {
@@ -340,6 +342,75 @@ TEST_F(CommitterTest, AFailedPreconditionOnACachedCopyIsRetriedOnAFreshRead) {
   s = committer.Run(pool_name_, move("nobody", "vm-pod-c"), absl::Now() + absl::Seconds(10));
   EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
   EXPECT_EQ(store.gets.load(), 1) << "one fresh read, then the mutation's own error";
+}
+
+constexpr absl::Duration kPacingRoundTrip = absl::Milliseconds(40);
+
+// A clock that moves only by the store's round trips and the waits, which it records.
+class SteppingClock : public base::Clock {
+ public:
+  absl::Time Now() const override { return now_; }
+  bool SleepUntil(absl::Time deadline, std::stop_token) override {
+    waits.push_back(deadline - now_);
+    now_ = std::max(now_, deadline);
+    return true;
+  }
+  void Advance(absl::Duration d) { now_ += d; }
+  std::vector<absl::Duration> waits;
+
+ private:
+  absl::Time now_ = absl::FromUnixSeconds(1'700'000'000);
+};
+
+// One pool in memory; each write takes kPacingRoundTrip, the first `conflicts` answer 409.
+class ConflictingStore : public PoolStore {
+ public:
+  ConflictingStore(SteppingClock* clock, int conflicts) : clock_(clock), conflicts_(conflicts) {
+    pool_.metadata.name = "busy";
+    pool_.metadata.resource_version = "1";
+  }
+  absl::StatusOr<api::SpiderIPPool> Get(const std::string&) override { return pool_; }
+  absl::StatusOr<api::SpiderIPPool> UpdateStatus(const api::SpiderIPPool& pool) override {
+    clock_->Advance(kPacingRoundTrip);
+    if (conflicts_-- > 0) {
+      pool_.metadata.resource_version = std::to_string(std::stoi(pool_.metadata.resource_version) + 1);
+      return kube::MakeApiError(409, kube::reason::kConflict, "the object has been modified");
+    }
+    pool_ = pool;
+    return pool_;
+  }
+ private:
+  SteppingClock* clock_;
+  int conflicts_;
+  api::SpiderIPPool pool_;
+};
+
+// A pool that many agents write: the waits after repeated 409s are spread over a window that
+// grows with each conflict and scales with the measured write round trip, drawn from 0 (full
+// jitter). Steps of a fixed millisecond size, capped, made every agent retry in lockstep.
+TEST(CommitterPacing, WaitsAfterConflictsSpreadOverRoundTrips) {
+  constexpr int kConflicts = 12;
+  SteppingClock clock;
+  ConflictingStore store(&clock, kConflicts);
+  GroupCommitter<Book> committer(&store, BookHooks(), &clock);
+  std::string ip;
+  ASSERT_TRUE(committer.Run("busy", Allocate("p1", 5, &ip), clock.Now() + absl::Hours(1)).ok());
+  EXPECT_EQ(committer.stats().conflicts, kConflicts);
+  // The first conflict is retried at once with the winner's version; then one wait per conflict.
+  ASSERT_EQ(clock.waits.size(), static_cast<size_t>(kConflicts - 1));
+  std::set<int64_t> distinct;
+  absl::Duration longest;
+  for (size_t i = 0; i < clock.waits.size(); ++i) {
+    const int k = static_cast<int>(i) + 2;  // the conflict in a row this wait follows
+    const absl::Duration window =
+        std::min(absl::Seconds(2), kPacingRoundTrip / 2 * static_cast<double>(1 << (k - 2)));
+    EXPECT_GE(clock.waits[i], absl::ZeroDuration());
+    EXPECT_LT(clock.waits[i], window) << "wait after conflict " << k;
+    distinct.insert(absl::ToInt64Microseconds(clock.waits[i]));
+    longest = std::max(longest, clock.waits[i]);
+  }
+  EXPECT_GT(longest, absl::Milliseconds(200)) << "the window must grow past a fixed small cap";
+  EXPECT_GE(distinct.size(), 8u) << "waits must be jittered, not in lockstep";
 }
 
 }  // namespace
