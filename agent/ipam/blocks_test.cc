@@ -236,7 +236,8 @@ TEST_F(BlocksTest, ReservationsForWaitingPodsStopAtTheFairPartOfATightPool) {
 // another node asked, the keeper gave back reservations its own waiting pods needed, and they
 // came back through slow-path writes (ipam_e2e: ~52 pool writes instead of ~43).
 TEST_F(BlocksTest, AFlushCountsThePodsItRecordsOnceInTheFairPart) {
-  std::atomic<bool> asked{false};
+  // Shared with the hook: the keeper's Stop (in TearDown) still asks it.
+  auto asked = std::make_shared<std::atomic<bool>>(false);
   blocks_ = std::make_unique<NodeBlocks>(
       kNode,
       BlockOptions{.max_block = 16, .idle_release = absl::Hours(1),
@@ -252,8 +253,8 @@ TEST_F(BlocksTest, AFlushCountsThePodsItRecordsOnceInTheFairPart) {
                           for (int i = 0; i < 18; ++i) uids.insert(base::StrCat("wait-", i));
                           return uids;
                         },
-                        .wanted_by = [&](const std::string&) {
-                          return asked ? std::string("node-c") : std::string();
+                        .wanted_by = [asked](const std::string&) {
+                          return *asked ? std::string("node-c") : std::string();
                         }},
       nullptr);
   // node-b's 2 pods hold 2 of the 20 IPs; this node reserves its fair part, 20 / 2 nodes.
@@ -285,7 +286,7 @@ TEST_F(BlocksTest, AFlushCountsThePodsItRecordsOnceInTheFairPart) {
                            [](const base::IPAddress&) { return true; }, absl::Now() + absl::Seconds(1))
                     .has_value());
   }
-  asked = true;
+  *asked = true;
   ASSERT_TRUE(blocks_->Flush(pool_name_, absl::Now() + absl::Seconds(30)).ok());
   blocks_->Start();
   EXPECT_TRUE(base::testing::WaitUntil([&] { return ReservedInPool().size() < 6; }, absl::Seconds(10)))
