@@ -6,6 +6,8 @@
 #include <utility>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 
 #include "base/log.h"
 #include "base/status.h"
@@ -28,6 +30,27 @@ NodeBlocks::NodeBlocks(std::string node, BlockOptions options, PoolCommitter* co
     : node_(std::move(node)), options_(options), committer_(committer),
       hooks_(std::move(hooks)), clock_(clock ? clock : &base::RealClock::Get()),
       rng_(static_cast<std::minstd_rand::result_type>(std::hash<std::string>{}(node_))) {}
+
+std::optional<ReservationsWanted> ParseReservationsWanted(const api::SpiderIPPool& pool) {
+  auto it = pool.metadata.annotations.find(kAnnotationReservationsWanted);
+  if (it == pool.metadata.annotations.end()) return std::nullopt;
+  std::vector<std::string> parts = absl::StrSplit(it->second, ' ');
+  int64_t at_ms = 0;
+  if (parts.size() != 2 || parts[0].empty() || !absl::SimpleAtoi(parts[1], &at_ms)) {
+    return std::nullopt;
+  }
+  return ReservationsWanted{.node = parts[0], .at = absl::FromUnixMillis(at_ms)};
+}
+
+bool AskIsDue(const api::SpiderIPPool* pool, absl::Time now, absl::Duration every) {
+  if (pool == nullptr) return true;
+  const std::optional<ReservationsWanted> wanted = ParseReservationsWanted(*pool);
+  if (!wanted.has_value()) return true;
+  const absl::Duration age = now - wanted->at;
+  // A mark from the future (another node's clock ahead of ours) counts as fresh only within
+  // the same bound.
+  return age >= every || age <= -every;
+}
 
 NodeBlocks::~NodeBlocks() { Stop(); }
 

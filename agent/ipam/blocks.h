@@ -128,6 +128,21 @@ using PoolCommitter = GroupCommitter<PoolBook>;
 inline constexpr char kAnnotationReservationsWanted[] =
     "ipam.spidernet.io/node-reservations-wanted";
 
+// A parsed kAnnotationReservationsWanted value.
+struct ReservationsWanted {
+  std::string node;
+  absl::Time at;
+};
+// nullopt: absent or malformed.
+std::optional<ReservationsWanted> ParseReservationsWanted(const api::SpiderIPPool& pool);
+
+// Whether a node whose ADD found `pool` full should write its own ask now: not while any
+// node's ask is younger than `every`. The owners of idle reservations answer whichever node
+// asked; and each ask is a write of the pool object, which makes every status update of the
+// pool in flight fail with 409: with many nodes asking each at its own pace, the asks kept the
+// reservation writes from ever landing (ipam_e2e at 60 nodes).
+bool AskIsDue(const api::SpiderIPPool* pool, absl::Time now, absl::Duration every);
+
 struct BlockOptions {
   int64_t max_block = 16;  // 0: off (every IP is written to the pool before the ADD returns)
   absl::Duration flush_after = absl::Milliseconds(300);

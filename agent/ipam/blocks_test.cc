@@ -295,5 +295,37 @@ TEST_F(BlocksTest, AFlushCountsThePodsItRecordsOnceInTheFairPart) {
       << "the keeper kept less than the fair part for this node's waiting pods";
 }
 
+// Many nodes whose ADDs find a pool full: one fresh ask serves them all (the owners of idle
+// reservations answer whichever node asked), so a node does not write its own ask, a write of
+// the pool object that fails every status update in flight, while any node's is fresh.
+TEST(ReservationsWanted, AnAskIsDueOnlyWhileNoNodesAskIsFresh) {
+  const absl::Time now = absl::FromUnixSeconds(1'700'000'000);
+  const absl::Duration every = absl::Seconds(1);
+  api::SpiderIPPool pool;
+  EXPECT_TRUE(AskIsDue(nullptr, now, every)) << "pool not cached";
+  EXPECT_TRUE(AskIsDue(&pool, now, every)) << "nobody asked";
+  auto mark = [&](const std::string& value) {
+    pool.metadata.annotations[kAnnotationReservationsWanted] = value;
+  };
+  auto at = [](absl::Time t) { return base::StrCat("node-c ", absl::ToUnixMillis(t)); };
+  mark(at(now - absl::Milliseconds(300)));
+  EXPECT_FALSE(AskIsDue(&pool, now, every)) << "node-c asked 300 ms ago";
+  const std::optional<ReservationsWanted> parsed = ParseReservationsWanted(pool);
+  ASSERT_TRUE(parsed.has_value());
+  EXPECT_EQ(parsed->node, "node-c");
+  EXPECT_EQ(parsed->at, now - absl::Milliseconds(300));
+  mark(at(now - absl::Milliseconds(1500)));
+  EXPECT_TRUE(AskIsDue(&pool, now, every)) << "node-c's ask is 1.5 s old";
+  mark(at(now + absl::Milliseconds(300)));
+  EXPECT_FALSE(AskIsDue(&pool, now, every)) << "a clock 300 ms ahead of ours";
+  mark(at(now + absl::Seconds(5)));
+  EXPECT_TRUE(AskIsDue(&pool, now, every)) << "a clock far ahead does not silence us";
+  for (const char* bad : {"node-c", "node-c soon", " 1700000000000", "a b c"}) {
+    mark(bad);
+    EXPECT_FALSE(ParseReservationsWanted(pool).has_value()) << bad;
+    EXPECT_TRUE(AskIsDue(&pool, now, every)) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace spiderpool::agent::ipam

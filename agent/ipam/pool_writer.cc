@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
 #include "api/spider.h"
 #include "base/json.h"
 #include "base/log.h"
@@ -118,24 +116,19 @@ std::set<std::string> PoolWriter::WaitingPods() const {
 std::string PoolWriter::WantedBy(const std::string& pool) const {
   std::shared_ptr<const api::SpiderIPPool> p = (*caches_.pools).Get(pool);
   if (p == nullptr) return "";
-  auto it = p->metadata.annotations.find(kAnnotationReservationsWanted);
-  if (it == p->metadata.annotations.end()) return "";
-  std::vector<std::string> parts = absl::StrSplit(it->second, ' ');
-  int64_t at_ms = 0;
-  if (parts.size() != 2 || parts[0].empty() || parts[0] == options_.node_name ||
-      !absl::SimpleAtoi(parts[1], &at_ms)) {
-    return "";
-  }
-  const absl::Duration age = clock_->Now() - absl::FromUnixMillis(at_ms);
-  return age < absl::Seconds(10) && age > -absl::Seconds(10) ? parts[0] : "";
+  const std::optional<ReservationsWanted> wanted = ParseReservationsWanted(*p);
+  if (!wanted.has_value() || wanted->node == options_.node_name) return "";
+  const absl::Duration age = clock_->Now() - wanted->at;
+  return age < absl::Seconds(10) && age > -absl::Seconds(10) ? wanted->node : "";
 }
 
 void PoolWriter::AskForReservations(const std::string& pool) {
   const absl::Time now = clock_->Now();
+  if (!AskIsDue((*caches_.pools).Get(pool).get(), now, kAskEvery)) return;
   {
     absl::MutexLock l(&asked_mu_);
     absl::Time& last = asked_[pool];
-    if (now - last < absl::Seconds(1)) return;
+    if (now - last < kAskEvery) return;
     last = now;
   }
   const base::Json patch = {{"metadata", {{"annotations", {{kAnnotationReservationsWanted,

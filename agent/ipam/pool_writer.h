@@ -150,8 +150,10 @@ class PoolWriter {
                            absl::Time deadline);
   // The other node whose fresh kAnnotationReservationsWanted `pool` carries; empty: none.
   std::string WantedBy(const std::string& pool) const;
-  // Asks the other nodes for their idle reservations of `pool` (at most once a second).
+  // Asks the other nodes for their idle reservations of `pool`: at most once per kAskEvery,
+  // and not while another node's ask is that fresh (AskIsDue).
   void AskForReservations(const std::string& pool);
+  static constexpr absl::Duration kAskEvery = absl::Seconds(1);
   // After a 409: the pool as soon as the watch delivers a version newer than `stale`.
   std::optional<api::SpiderIPPool> NewerPool(const std::string& name, const std::string& stale,
                                              absl::Duration wait);
