@@ -403,7 +403,7 @@ TEST(CommitterPacing, WaitsAfterConflictsSpreadOverRoundTrips) {
   for (size_t i = 0; i < clock.waits.size(); ++i) {
     const int k = static_cast<int>(i) + 2;  // the conflict in a row this wait follows
     const absl::Duration window =
-        std::min(absl::Seconds(2), kPacingRoundTrip / 2 * static_cast<double>(1 << (k - 2)));
+        std::min(absl::Seconds(1), kPacingRoundTrip / 2 * static_cast<double>(1 << (k - 2)));
     EXPECT_GE(clock.waits[i], absl::ZeroDuration());
     EXPECT_LT(clock.waits[i], window) << "wait after conflict " << k;
     distinct.insert(absl::ToInt64Microseconds(clock.waits[i]));
