@@ -46,6 +46,22 @@ absl::StatusOr<sp::PoolState> Build(const api::SpiderIPPool& pool) {
   return sp::PoolState::Build(pool, {});
 }
 
+// A node on which 18 pods wait (no pool cached, no endpoints); `wanted_by` names the node that
+// asks for reservations.
+NodeBlocks::Hooks EighteenWaiting(std::function<std::string(const std::string&)> wanted_by) {
+  return {.cached_pool = [](const std::string&) { return nullptr; },
+          .endpoint_ips = [](const std::string&) {
+            return std::map<base::IPAddress, sp::AllocationRequest>{};
+          },
+          .build = Build,
+          .waiting_pods = [] {
+            std::set<std::string> uids;
+            for (int i = 0; i < 18; ++i) uids.insert(base::StrCat("wait-", i));
+            return uids;
+          },
+          .wanted_by = std::move(wanted_by)};
+}
+
 class BlocksTest : public kube::testing::SpiderClusterTest {
  protected:
   void SetUp() override {
@@ -196,17 +212,7 @@ TEST_F(BlocksTest, ReservationsForWaitingPodsStopAtTheFairPartOfATightPool) {
   std::string asker;
   blocks_ = std::make_unique<NodeBlocks>(
       kNode, BlockOptions{.max_block = 16}, committer_.get(),
-      NodeBlocks::Hooks{.cached_pool = [](const std::string&) { return nullptr; },
-                        .endpoint_ips = [](const std::string&) {
-                          return std::map<base::IPAddress, sp::AllocationRequest>{};
-                        },
-                        .build = Build,
-                        .waiting_pods = [] {  // 18 pods wait on this node
-                          std::set<std::string> uids;
-                          for (int i = 0; i < 18; ++i) uids.insert(base::StrCat("wait-", i));
-                          return uids;
-                        },
-                        .wanted_by = [&](const std::string&) { return asker; }},
+      EighteenWaiting([&](const std::string&) { return asker; }),
       nullptr);
   auto pool = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", pool_name_);
   ASSERT_TRUE(pool.ok()) << pool.status();
@@ -243,19 +249,9 @@ TEST_F(BlocksTest, AFlushCountsThePodsItRecordsOnceInTheFairPart) {
       BlockOptions{.max_block = 16, .idle_release = absl::Hours(1),
                    .tight_idle_release = absl::Hours(1)},
       committer_.get(),
-      NodeBlocks::Hooks{.cached_pool = [](const std::string&) { return nullptr; },
-                        .endpoint_ips = [](const std::string&) {
-                          return std::map<base::IPAddress, sp::AllocationRequest>{};
-                        },
-                        .build = Build,
-                        .waiting_pods = [] {  // 18 pods wait on this node
-                          std::set<std::string> uids;
-                          for (int i = 0; i < 18; ++i) uids.insert(base::StrCat("wait-", i));
-                          return uids;
-                        },
-                        .wanted_by = [asked](const std::string&) {
-                          return *asked ? std::string("node-c") : std::string();
-                        }},
+      EighteenWaiting([asked](const std::string&) {
+        return *asked ? std::string("node-c") : std::string();
+      }),
       nullptr);
   // node-b's 2 pods hold 2 of the 20 IPs; this node reserves its fair part, 20 / 2 nodes.
   std::vector<base::IPAddress> reserved;
