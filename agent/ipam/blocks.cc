@@ -45,11 +45,7 @@ std::optional<ReservationsWanted> ParseReservationsWanted(const api::SpiderIPPoo
 bool AskIsDue(const api::SpiderIPPool* pool, absl::Time now, absl::Duration every) {
   if (pool == nullptr) return true;
   const std::optional<ReservationsWanted> wanted = ParseReservationsWanted(*pool);
-  if (!wanted.has_value()) return true;
-  const absl::Duration age = now - wanted->at;
-  // A mark from the future (another node's clock ahead of ours) counts as fresh only within
-  // the same bound.
-  return age >= every || age <= -every;
+  return !wanted.has_value() || !wanted->FreshAt(now, every);
 }
 
 NodeBlocks::~NodeBlocks() { Stop(); }

@@ -73,10 +73,10 @@
 //      another node asks (point 6), nothing is kept, nor beyond the node's fair part of the
 //      pool (point 6: a node whose pods hold their share keeps none), nor in a pool that is not
 //      roomy (fewer unreserved IPs than 2 x `standing` per node it is shared among: there
-//      standing blocks would only move IPs back and forth between idle nodes and busy ones). It never takes more than a
-//      fair part of the pool's free IPs (TopUp's halving), so standing blocks alone never fill a
-//      pool; and it is refilled only while no pod waits here (the prewarm and the top-ups
-//      serve those).
+//      standing blocks would only move IPs back and forth between idle nodes and busy ones).
+//      It never takes more than a fair part of the pool's free IPs (TopUp's halving), so
+//      standing blocks alone never fill a pool; and it is refilled only while no pod waits
+//      here (the prewarm and the top-ups serve those).
 //
 // Every change of the pool status still goes through the GroupCommitter (and therefore the
 // API server's resourceVersion check): reservations only move WHEN the write happens.
@@ -132,6 +132,10 @@ inline constexpr char kAnnotationReservationsWanted[] =
 struct ReservationsWanted {
   std::string node;
   absl::Time at;
+  // Written less than `within` before or after `now` (another node's clock may run ahead).
+  bool FreshAt(absl::Time now, absl::Duration within) const {
+    return now - at < within && at - now < within;
+  }
 };
 // nullopt: absent or malformed.
 std::optional<ReservationsWanted> ParseReservationsWanted(const api::SpiderIPPool& pool);

@@ -118,8 +118,7 @@ std::string PoolWriter::WantedBy(const std::string& pool) const {
   if (p == nullptr) return "";
   const std::optional<ReservationsWanted> wanted = ParseReservationsWanted(*p);
   if (!wanted.has_value() || wanted->node == options_.node_name) return "";
-  const absl::Duration age = clock_->Now() - wanted->at;
-  return age < absl::Seconds(10) && age > -absl::Seconds(10) ? wanted->node : "";
+  return wanted->FreshAt(clock_->Now(), absl::Seconds(10)) ? wanted->node : "";
 }
 
 void PoolWriter::AskForReservations(const std::string& pool) {
