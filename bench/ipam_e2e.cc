@@ -721,6 +721,9 @@ int main(int argc, char** argv) {
       {"conflicts", conflicts},
       {"del", Stats(del_ms, total_del_s, del_failures.load())},
       {"api_requests_per_pod_del", del_requests / pods},
+      // Requests the server gave up on over the whole run: deadline passed (504) / client left.
+      {"api_requests_timed_out", requests_after_del.timed_out},
+      {"api_requests_abandoned", requests_after_del.abandoned},
       {"left_allocated", left},
       {"left_allocated_after_s", left_after_s},
       {"reservations_left", reservations_left},

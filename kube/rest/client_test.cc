@@ -177,18 +177,20 @@ TEST(DynamicClientTest, WritesUseObjectMetadataAndOptions) {
   std::lock_guard<std::mutex> lock(mu);
   ASSERT_EQ(log.size(), 6u);
   EXPECT_EQ(log[0],
-            "POST /apis/example.io/v1/namespaces/ns/widgets?dryRun=All&fieldManager=me "
+            "POST /apis/example.io/v1/namespaces/ns/widgets?dryRun=All&fieldManager=me&timeout=30s "
             "application/json "
             R"({"apiVersion":"example.io/v1","kind":"Widget","metadata":{"name":"w",)"
             R"("namespace":"ns"},"spec":{"color":"red"}})");
-  EXPECT_EQ(log[1].substr(0, log[1].find(' ', 4)), "PUT /apis/example.io/v1/namespaces/ns/widgets/w");
+  EXPECT_EQ(log[1].substr(0, log[1].find(' ', 4)), "PUT /apis/example.io/v1/namespaces/ns/widgets/w?timeout=30s");
   EXPECT_EQ(log[2].substr(0, log[2].find(' ', 4)),
-            "PUT /apis/example.io/v1/namespaces/ns/widgets/w/status");
+            "PUT /apis/example.io/v1/namespaces/ns/widgets/w/status?timeout=30s");
   EXPECT_EQ(log[3],
-            "PATCH /apis/example.io/v1/namespaces/ns/widgets/w application/merge-patch+json "
+            "PATCH /apis/example.io/v1/namespaces/ns/widgets/w?timeout=30s "
+            "application/merge-patch+json "
             R"({"spec":{"size":3}})");
   EXPECT_EQ(log[4].substr(0, log[4].find(' ', 6) + 28),
-            "PATCH /apis/example.io/v1/namespaces/ns/widgets/w/status application/json-patch+json");
+            "PATCH /apis/example.io/v1/namespaces/ns/widgets/w/status?timeout=30s "
+            "application/json-patch+json");
   Json del_body = ParseOrDie(log[5].substr(log[5].find('{')));
   EXPECT_EQ(del_body["kind"], "DeleteOptions");
   EXPECT_EQ(del_body["preconditions"]["uid"], "u-1");

@@ -43,7 +43,8 @@ struct Config {
   // Retries of 429 / 5xx answers that carry Retry-After (client-go: 10).
   int max_retries = 10;
 
-  // Per-operation socket timeout of ordinary requests (connect, each read and write).
+  // Per-operation socket timeout of ordinary requests (connect, each read and write); also
+  // sent as their `timeout` query parameter, so the server gives up when we do.
   absl::Duration timeout = absl::Seconds(30);
   // Socket read timeout of watch streams when the watch sets no timeout_seconds (otherwise
   // timeout_seconds + 30s).

@@ -296,23 +296,35 @@ class RestClient::Impl {
     }
   }
 
-  std::string Target(const Request& r) const {
+  // `server_timeout` > 0: also the `timeout` query parameter (unless the request has one),
+  // as client-go sends its configured timeout, so that the server gives up when we do
+  // (kube-apiserver answers 504 past it instead of working for a client that has left).
+  std::string Target(const Request& r, absl::Duration server_timeout) const {
     std::string target = addr.base_path + r.path;
     char sep = target.find('?') == std::string::npos ? '?' : '&';
-    for (const auto& [k, v] : r.query) {
+    auto add = [&](std::string_view k, std::string_view v) {
       target.push_back(sep);
       sep = '&';
       target += EscapeComponent(k);
       target.push_back('=');
       target += EscapeComponent(v);
+    };
+    bool has_timeout = false;
+    for (const auto& [k, v] : r.query) {
+      add(k, v);
+      has_timeout = has_timeout || k == "timeout";
+    }
+    if (server_timeout > absl::ZeroDuration() && !has_timeout) {
+      add("timeout", absl::FormatDuration(server_timeout));  // "30s": Go's duration syntax
     }
     return target;
   }
 
-  httplib::Request BuildRequest(const Request& r, const std::string& token) const {
+  httplib::Request BuildRequest(const Request& r, const std::string& token,
+                                absl::Duration server_timeout) const {
     httplib::Request h;
     h.method = r.method;
-    h.path = Target(r);
+    h.path = Target(r, server_timeout);
     h.headers.emplace("Accept", "application/json");
     h.headers.emplace("User-Agent", config.user_agent);
     if (!token.empty()) h.headers.emplace("Authorization", "Bearer " + token);
@@ -476,7 +488,7 @@ absl::StatusOr<Response> RestClient::DoRaw(const Request& request) {
       }
     }
     std::string token = impl_->tokens.Get(/*force=*/false, &impl_->token_reads);
-    httplib::Request hreq = impl_->BuildRequest(request, token);
+    httplib::Request hreq = impl_->BuildRequest(request, token, config_.timeout);
     bool reused = false;
     SP_ASSIGN_OR_RETURN(std::unique_ptr<httplib::ClientImpl> cli, impl_->Acquire(&reused, fresh));
     Attempt a = impl_->Send(*cli, hreq, request.stop, config_.timeout);
@@ -571,7 +583,7 @@ absl::Status RestClient::Watch(std::string_view path, const WatchOptions& option
       if (!clock.SleepFor(wait, stop)) return absl::OkStatus();
     }
     std::string token = impl_->tokens.Get(/*force=*/false, &impl_->token_reads);
-    httplib::Request hreq = impl_->BuildRequest(request, token);
+    httplib::Request hreq = impl_->BuildRequest(request, token, absl::ZeroDuration());
     SP_ASSIGN_OR_RETURN(std::unique_ptr<httplib::ClientImpl> cli,
                         impl_->NewClient(read_timeout, /*keep_alive=*/false));
 

@@ -88,8 +88,10 @@ TEST(RestClientTest, GetSendsHeadersAndEscapedQuery) {
   EXPECT_EQ(agent, "spiderpool/v1");
   EXPECT_EQ(accept, "application/json");
   EXPECT_EQ(selector, "app in (a,b),!legacy");
+  // The client's timeout goes along (client-go's `timeout`): the server gives up when we do.
   EXPECT_EQ(raw_target,
-            "/api/v1/namespaces/default/pods?labelSelector=app%20in%20%28a%2Cb%29%2C%21legacy");
+            "/api/v1/namespaces/default/pods?labelSelector=app%20in%20%28a%2Cb%29%2C%21legacy"
+            "&timeout=10s");
 }
 
 TEST(RestClientTest, ServerBasePathIsPrefixed) {

@@ -200,6 +200,8 @@ class LoopbackApiServer::Impl {
     r.accept = req.get_header_value("Accept");
     r.user = *std::move(user);
     r.network = true;
+    const int peer_fd = req.ssl ? SSL_get_fd(req.ssl) : -1;
+    r.peer_gone = [peer_fd] { return PeerClosed(peer_fd); };
     internal::HttpResponse out = core->Handle(r);
     res.status = out.code;
     for (const auto& [k, v] : out.headers) res.set_header(k, v);
@@ -207,7 +209,6 @@ class LoopbackApiServer::Impl {
       res.set_content(std::move(out.body), out.content_type);
       return;
     }
-    int fd = req.ssl ? SSL_get_fd(req.ssl) : -1;
     struct StreamState {
       std::shared_ptr<internal::Watcher> w;
       absl::Time next_bookmark;
@@ -223,7 +224,7 @@ class LoopbackApiServer::Impl {
     // small events such as bookmarks back; kubectl 1.35's watch-list then times out).
     res.set_chunked_content_provider(
         "application/json;stream=watch",
-        [st, c, fd, stop_flag, interval](size_t, httplib::DataSink& sink) -> bool {
+        [st, c, fd = peer_fd, stop_flag, interval](size_t, httplib::DataSink& sink) -> bool {
           internal::Watcher& w = *st->w;
           while (true) {
             absl::Time now = absl::Now();
@@ -307,6 +308,8 @@ absl::StatusOr<std::unique_ptr<LoopbackApiServer>> LoopbackApiServer::Start(
   co.omit_builtin_versions = options.omit_builtin_versions;
   co.watch_min_request_timeout = options.watch_min_request_timeout;
   co.latency = options.latency;
+  co.request_timeout = options.request_timeout;
+  co.watch_history_bytes = options.watch_history_bytes;
   impl->core = std::make_unique<internal::Core>(std::move(co));
   if (!options.admission && options.admission_webhooks) {
     // The core owns the plugin and outlives every call into it.
@@ -545,7 +548,8 @@ void LoopbackApiServer::ClearFaults() { impl_->core->ClearFaults(); }
 RequestCounts LoopbackApiServer::request_counts() const {
   auto get = [this](int i) { return impl_->method_counts[i].load(std::memory_order_relaxed); };
   return {.get = get(0), .post = get(1), .put = get(2), .patch = get(3), .delete_ = get(4),
-          .other = get(5)};
+          .other = get(5), .timed_out = impl_->core->timed_out(),
+          .abandoned = impl_->core->abandoned()};
 }
 void LoopbackApiServer::CloseWatches() {
   impl_->core->CountWatchClose(static_cast<int64_t>(impl_->core->OpenWatches()));

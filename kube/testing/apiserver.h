@@ -151,6 +151,10 @@ struct ObjectsQuery {
 // Requests the server has answered, by HTTP method (watches are GETs).
 struct RequestCounts {
   int64_t get = 0, post = 0, put = 0, patch = 0, delete_ = 0, other = 0;
+  // Of those: answered 504 Timeout because their deadline (LoopbackOptions::request_timeout or
+  // a shorter `timeout` query parameter) passed while they waited in the latency model; and
+  // dropped unserved because their client closed the connection while they waited.
+  int64_t timed_out = 0, abandoned = 0;
   int64_t writes() const { return post + put + patch + delete_; }
 };
 
@@ -228,8 +232,12 @@ struct LoopbackOptions {
   std::vector<std::string> tokens = {};
   // Also accept TLS client certificates signed by the server's CA (CN = user, O = groups).
   bool accept_client_certificates = true;
-  // Watch events kept for resuming watches from a resourceVersion.
+  // Watch events kept for resuming watches from a resourceVersion: at most this many per
+  // resource, and while there are more than one, at most watch_history_bytes of serialized
+  // objects (0 = no byte bound). Older resourceVersions get 410 Gone, as they do from
+  // kube-apiserver once its watch cache has moved past them.
   size_t watch_history_size = 1000;
+  size_t watch_history_bytes = 64 << 20;
   // Events buffered for one slow watcher before its stream is closed (it must re-list).
   size_t watch_queue_capacity = 100000;
   // BOOKMARK period for watches with allowWatchBookmarks=true.
@@ -270,6 +278,12 @@ struct LoopbackOptions {
   bool run_controllers = true;
   // Off by default; see LatencyModel. SetLatencyModel changes it at run time.
   LatencyModel latency = {};
+  // kube-apiserver's --request-timeout (default 60 s): a non-watch request still waiting in
+  // the latency model at its deadline (this, or its shorter `timeout` query parameter) is
+  // answered 504 Timeout; a write that landed but was still holding its object is answered
+  // 504 as well. A request whose client closes the connection while it waits is dropped
+  // unserved (kube-apiserver cancels its context).
+  absl::Duration request_timeout = absl::Seconds(60);
 };
 
 class LoopbackApiServer {

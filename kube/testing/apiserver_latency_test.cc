@@ -178,6 +178,91 @@ TEST_F(LatencyTest, StaleWriterWaitsItsTurnThenConflictsWithoutHolding) {
   EXPECT_THAT(reqs.codes(), ::testing::UnorderedElementsAre(200, 409));
 }
 
+// kube-apiserver's request deadline: a write still queued for its object when its `timeout`
+// query parameter runs out is answered 504 Timeout and never performed; the writers behind it
+// move up in its place.
+TEST_F(LatencyTest, AQueuedWritePastItsTimeoutGets504AndIsNotPerformed) {
+  StartWith({.per_object_write = absl::Seconds(10)});
+  ASSERT_EQ(server_->Call("POST", kCmPath, ConfigMap("a")).code, 201);
+  const std::string path = std::string(kCmPath) + "/a";
+  Requests first, late, third;
+  first.Run([&] { return client_->Patch(path, {{"data", {{"first", "1"}}}}); });
+  ASSERT_TRUE(clock_.WaitForSleepers(1));  // holds the object for 10 s
+  late.Run([&] { return client_->Patch(path + "?timeout=2s", {{"data", {{"late", "1"}}}}); });
+  absl::SleepFor(kSettle);  // queued behind the first
+  third.Run([&] { return client_->Patch(path, {{"data", {{"third", "1"}}}}); });
+  absl::SleepFor(kSettle);
+  clock_.Advance(absl::Seconds(2));
+  ASSERT_TRUE(WaitUntil([&] { return late.done() == 1; })) << "no answer at its deadline";
+  EXPECT_THAT(late.codes(), ::testing::ElementsAre(504));
+  EXPECT_EQ(first.done(), 0);
+  clock_.Advance(absl::Seconds(8));
+  ASSERT_TRUE(WaitUntil([&] { return first.done() == 1; }));
+  ASSERT_TRUE(clock_.WaitForSleepers(1));  // the third holds now: the late one left the queue
+  clock_.Advance(absl::Seconds(10));
+  ASSERT_TRUE(WaitUntil([&] { return third.done() == 1; }));
+  EXPECT_THAT(first.codes(), ::testing::ElementsAre(200));
+  EXPECT_THAT(third.codes(), ::testing::ElementsAre(200));
+  Json cm = server_->Call("GET", path).body;
+  EXPECT_EQ(cm["data"], Json({{"first", "1"}, {"third", "1"}}));
+  RequestCounts n = server_->request_counts();
+  EXPECT_EQ(n.timed_out, 1);
+  EXPECT_EQ(n.abandoned, 0);
+}
+
+// Without a `timeout` parameter the deadline is --request-timeout (request_timeout); a write
+// that landed but is still holding its object then is answered 504 all the same (its answer is
+// lost, the change stays).
+TEST_F(LatencyTest, AWriteHoldingPastTheRequestTimeoutLandsButIsAnswered504) {
+  LoopbackOptions o;
+  o.clock = &clock_;
+  o.latency = {.per_object_write = absl::Seconds(90)};
+  Start(std::move(o));
+  ASSERT_EQ(server_->Call("POST", kCmPath, ConfigMap("a")).code, 201);
+  Requests w;
+  w.Run([&] { return client_->Patch(std::string(kCmPath) + "/a", {{"data", {{"k", "v"}}}}); });
+  ASSERT_TRUE(clock_.WaitForSleepers(1));
+  clock_.Advance(absl::Seconds(60));
+  ASSERT_TRUE(WaitUntil([&] { return w.done() == 1; }));
+  EXPECT_THAT(w.codes(), ::testing::ElementsAre(504));
+  EXPECT_EQ(server_->Call("GET", std::string(kCmPath) + "/a").body["data"], Json({{"k", "v"}}));
+  EXPECT_EQ(server_->request_counts().timed_out, 1);
+}
+
+// kube-apiserver cancels a request whose client went away: a write waiting for its object
+// leaves the queue and is never performed.
+TEST_F(LatencyTest, AWriteWhoseClientLeftIsDroppedUnserved) {
+  StartWith({.per_object_write = absl::Seconds(10)});
+  ASSERT_EQ(server_->Call("POST", kCmPath, ConfigMap("a")).code, 201);
+  const std::string path = std::string(kCmPath) + "/a";
+  Requests first, impatient;
+  first.Run([&] { return client_->Patch(path, {{"data", {{"first", "1"}}}}); });
+  ASSERT_TRUE(clock_.WaitForSleepers(1));
+  TestClient quick(*server_);
+  quick.set_read_timeout(absl::Milliseconds(300));  // real time: the server's clock stands still
+  impatient.Run([&] { return quick.Patch(path, {{"data", {{"impatient", "1"}}}}); });
+  ASSERT_TRUE(WaitUntil([&] { return impatient.done() == 1; }));
+  EXPECT_THAT(impatient.codes(), ::testing::ElementsAre(0));  // the client gave up
+  ASSERT_TRUE(WaitUntil([&] { return server_->request_counts().abandoned == 1; }))
+      << "the server still holds the request of a client that left";
+  clock_.Advance(absl::Seconds(10));
+  ASSERT_TRUE(WaitUntil([&] { return first.done() == 1; }));
+  absl::SleepFor(kSettle);
+  EXPECT_EQ(server_->Call("GET", path).body["data"], Json({{"first", "1"}}));
+  EXPECT_EQ(clock_.sleepers(), 0u) << "the dropped write took a turn";
+  EXPECT_EQ(server_->request_counts().timed_out, 0);
+}
+
+TEST_F(LatencyTest, AnInvalidTimeoutParameterIs400) {
+  StartWith({});
+  HttpResult r = client_->Get(std::string(kCmPath) + "?timeout=soon");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.body["message"],
+            "invalid timeout specified in the request URL - time: invalid duration \"soon\"");
+  EXPECT_EQ(client_->Get(std::string(kCmPath) + "?timeout=1m30s").status, 200);
+  EXPECT_EQ(client_->Get(std::string(kCmPath) + "?timeout=0").status, 200);
+}
+
 TEST_F(LatencyTest, SetAtRunTime) {
   StartWith({});
   ASSERT_EQ(client_->Post(kCmPath, ConfigMap("a")).status, 201);  // off: no wait

@@ -130,6 +130,29 @@ TEST_F(ApiServerTest, WatchHistoryRingIsBounded) {
   }
 }
 
+// The ring is also bounded by the size of what it keeps: big objects leave it sooner.
+TEST_F(ApiServerTest, WatchHistoryIsBoundedInBytes) {
+  Start({.watch_history_size = 1000, .watch_history_bytes = 40000});
+  const std::string big(10000, 'x');  // each ConfigMap serializes to a bit over 10 KB
+  std::string start = std::to_string(server_->CurrentResourceVersion());
+  for (int i = 0; i < 6; ++i) {
+    MustCreate(kCmPath, ConfigMap("b" + std::to_string(i), Json::object(), {{"k", big}}));
+  }
+  WatchReader gone(*client_, std::string(kCmPath) + "?watch=true&resourceVersion=" + start);
+  auto e = gone.Next();
+  ASSERT_TRUE(e);
+  EXPECT_EQ((*e)["type"], "ERROR");
+  EXPECT_EQ((*e)["object"]["code"], 410);
+  // The last three (~30 KB) are kept: a watch from b2's resourceVersion replays b3..b5.
+  HttpResult b2 = client_->Get(std::string(kCmPath) + "/b2");
+  WatchReader r(*client_, std::string(kCmPath) + "?watch=true&resourceVersion=" + Rv(b2.body));
+  for (const char* n : {"b3", "b4", "b5"}) {
+    auto ev = r.Next();
+    ASSERT_TRUE(ev);
+    EXPECT_EQ((*ev)["object"]["metadata"]["name"], n);
+  }
+}
+
 TEST_F(ApiServerTest, WatchBookmarks) {
   Start({.bookmark_interval = absl::Milliseconds(20)});
   WatchReader w(*client_, std::string(kCmPath) + "?watch=true&allowWatchBookmarks=true");

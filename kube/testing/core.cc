@@ -96,6 +96,17 @@ std::string Watcher::Render(const WatchItem& item) const {
 
 namespace {
 
+// kube-apiserver's answer when a request's deadline passes (its timeout filter).
+constexpr std::string_view kTimeoutMessage =
+    "Timeout: request did not complete within requested timeout - context deadline exceeded";
+
+// Go's time.ParseDuration: signed decimal numbers with units ns, us, ms, s, m, h ("1m30s",
+// "500ms", "0"); absl's syntax is the same but also takes "inf", which Go does not.
+bool ParseGoDuration(const std::string& text, absl::Duration* out) {
+  if (text.find("inf") != std::string::npos) return false;
+  return absl::ParseDuration(text, out);
+}
+
 std::vector<std::string> SplitPath(std::string_view path) {
   std::vector<std::string> out;
   size_t i = 0;
@@ -318,8 +329,12 @@ void Core::EmitLocked(ResourceState& rs, std::string type, StoredPtr obj, Stored
     rs.history_floor = e.rv;
   } else {
     rs.history.push_back(e);
-    while (rs.history.size() > options_.watch_history_size) {
+    rs.history_bytes += e.obj->text.size();
+    const size_t max_bytes = options_.watch_history_bytes;
+    while (rs.history.size() > options_.watch_history_size ||
+           (max_bytes > 0 && rs.history_bytes > max_bytes && rs.history.size() > 1)) {
       rs.history_floor = rs.history.front().rv;
+      rs.history_bytes -= rs.history.front().obj->text.size();
       rs.history.pop_front();
     }
   }
@@ -540,6 +555,7 @@ void Core::CompactHistory() {
   std::lock_guard<std::mutex> l(mu_);
   for (auto& [k, rs] : resources_) {
     rs.history.clear();
+    rs.history_bytes = 0;
     rs.history_floor = rv_;
   }
   snapshots_.clear();
@@ -778,6 +794,25 @@ HttpResponse Core::Dispatch(const HttpRequest& req) {
     if (req.method == "DELETE" && !t.sub.empty()) verb = "";
   }
 
+  // kube-apiserver's WithRequestDeadline: a non-watch request must be answered within
+  // --request-timeout, or within its `timeout` query parameter (a Go duration, as client-go
+  // sends its configured timeout) when that is shorter and positive.
+  absl::Time deadline = absl::InfiniteFuture();
+  if (req.network && !watch) {
+    absl::Duration timeout = options_.request_timeout;
+    auto it = req.params.find("timeout");
+    if (it != req.params.end() && !it->second.empty()) {
+      absl::Duration asked;
+      if (!ParseGoDuration(it->second, &asked)) {
+        return StatusResp(BadRequestStatus(
+            StrCat("invalid timeout specified in the request URL - time: invalid duration \"",
+                   it->second, "\"")));
+      }
+      if (asked > absl::ZeroDuration() && asked < timeout) timeout = asked;
+    }
+    if (timeout > absl::ZeroDuration()) deadline = clock_->Now() + timeout;
+  }
+
   std::optional<ApiStatus> resolve_error;
   if (t.kind == Target::kResource) {
     std::lock_guard<std::mutex> l(mu_);
@@ -803,9 +838,7 @@ HttpResponse Core::Dispatch(const HttpRequest& req) {
         hold = random_faults_.timeout_delay;
       }
       absl::SleepFor(hold);
-      return StatusResp(TimeoutStatus(
-          "Timeout: request did not complete within requested timeout - context deadline "
-          "exceeded"));
+      return StatusResp(TimeoutStatus(kTimeoutMessage));
     }
     if (code != 0) {
       int retry_after = 0;
@@ -818,19 +851,44 @@ HttpResponse Core::Dispatch(const HttpRequest& req) {
   }
 
   // The latency model (off by default): wait until the request may be served; a write of one
-  // object waits for its turn, and one that landed keeps the object for the commit time.
+  // object waits for its turn, and one that landed keeps the object for the commit time. None
+  // of these waits outlasts the request's deadline (kube-apiserver's timeout filter answers 504)
+  // or its client (a cancelled request context: the write is never attempted).
   if (req.network) {
     const absl::Time ready = latency_.RequestReadyAt(clock_->Now(), verb);
-    if (ready > absl::InfinitePast()) clock_->SleepUntil(ready);
+    if (ready > absl::InfinitePast()) {
+      clock_->SleepUntil(std::min(ready, deadline));
+      if (ready > deadline) return DeadlineExceeded();
+    }
   }
-  std::optional<LatencyState::Turn> turn =
-      req.network && t.kind == Target::kResource && !resolve_error && !t.name.empty() &&
-              (verb == "update" || verb == "patch" || verb == "delete")
-          ? latency_.WaitForTurn(StrCat(t.group, "/", t.plural, "/", t.ns, "/", t.name))
-          : std::nullopt;
+  std::optional<LatencyState::Turn> turn;
+  if (req.network && t.kind == Target::kResource && !resolve_error && !t.name.empty() &&
+      (verb == "update" || verb == "patch" || verb == "delete")) {
+    bool client_left = false;
+    auto give_up = [&] {
+      client_left = req.peer_gone && req.peer_gone();
+      return client_left || clock_->Now() >= deadline;
+    };
+    if (latency_.WaitForTurn(StrCat(t.group, "/", t.plural, "/", t.ns, "/", t.name), give_up,
+                             &turn) == LatencyState::TurnWait::kGaveUp) {
+      if (!client_left) return DeadlineExceeded();
+      abandoned_.fetch_add(1, std::memory_order_relaxed);
+      return StatusResp(TimeoutStatus(kTimeoutMessage));  // nobody reads it
+    }
+  }
   HttpResponse out = Serve(req, t, verb, seg, resolve_error);
-  if (turn && out.code < 300) clock_->SleepFor(turn->hold());
+  if (turn && out.code < 300) {
+    // Performed; an answer later than the deadline is lost, as the timeout filter's is.
+    const absl::Time held = clock_->Now() + turn->hold();
+    clock_->SleepUntil(std::min(held, deadline));
+    if (held > deadline) return DeadlineExceeded();
+  }
   return out;
+}
+
+HttpResponse Core::DeadlineExceeded() {
+  timed_out_.fetch_add(1, std::memory_order_relaxed);
+  return StatusResp(TimeoutStatus(kTimeoutMessage));
 }
 
 HttpResponse Core::Serve(const HttpRequest& req, const Target& t, const std::string& verb,

@@ -8,6 +8,7 @@
 // validators run without it. Watch delivery never blocks writers: each watcher has a bounded
 // queue, and an overflowing watcher is closed.
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -43,6 +44,8 @@ struct HttpRequest {
   UserInfo user;
   bool network = false;       // came over HTTP (RandomFaults apply)
   bool faults_taken = false;  // faults already drawn for this request (a held timeout)
+  // True once the client has closed the connection (HTTP requests; null = never).
+  std::function<bool()> peer_gone;
 };
 
 class Watcher;
@@ -131,6 +134,12 @@ struct CoreOptions {
   // kube-apiserver's --min-request-timeout does (zero: never).
   absl::Duration watch_min_request_timeout = absl::ZeroDuration();
   LatencyModel latency = {};  // off by default
+  // kube-apiserver's --request-timeout: the deadline of a non-watch request that comes over
+  // HTTP (a shorter `timeout` query parameter wins).
+  absl::Duration request_timeout = absl::Seconds(60);
+  // Watch history is also bounded by the serialized size of the objects it keeps (0 = by
+  // count only).
+  size_t watch_history_bytes = 0;
 };
 
 // One stored object with the resource it belongs to (for the controllers).
@@ -200,6 +209,10 @@ class Core {
   void CountConnectionCut(int64_t sockets);
   void SetLatencyModel(LatencyModel model) { latency_.Set(model); }
   LatencyModel latency_model() const { return latency_.Get(); }
+  // HTTP requests answered 504 because their deadline passed before they were served, and
+  // requests dropped unserved because their client went away.
+  int64_t timed_out() const { return timed_out_.load(std::memory_order_relaxed); }
+  int64_t abandoned() const { return abandoned_.load(std::memory_order_relaxed); }
 
  private:
   struct VersionState {
@@ -221,6 +234,7 @@ class Core {
     std::string storage_version;
     std::map<std::string, StoredPtr> objects;  // by key
     std::deque<Event> history;
+    size_t history_bytes = 0;   // serialized size of history's objects
     int64_t history_floor = 0;  // every event with rv > floor is in history
     std::list<std::shared_ptr<Watcher>> watchers;
   };
@@ -319,6 +333,8 @@ class Core {
 
   EventHook event_hook_;                                // guarded by mu_
 
+  // 504 Timeout for a request whose deadline passed (counted in timed_out_).
+  HttpResponse DeadlineExceeded();
   // Draws the random fault of one network request: 0 none, else 409/429/500/504.
   int DrawRandomFault(const Target& t, std::string_view verb);
 
@@ -329,6 +345,8 @@ class Core {
   FaultCounts fault_counts_;          // guarded by faults_mu_
 
   LatencyState latency_;  // its own lock; never takes mu_
+  std::atomic<int64_t> timed_out_{0};
+  std::atomic<int64_t> abandoned_{0};
 };
 
 }  // namespace spiderpool::kube::testing::internal

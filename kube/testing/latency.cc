@@ -48,23 +48,43 @@ absl::Time LatencyState::RequestReadyAt(absl::Time now, std::string_view verb) {
   return ready;
 }
 
-std::optional<LatencyState::Turn> LatencyState::WaitForTurn(const std::string& object_key) {
+LatencyState::TurnWait LatencyState::WaitForTurn(const std::string& object_key,
+                                                 const std::function<bool()>& give_up,
+                                                 std::optional<Turn>* turn) {
   std::unique_lock<std::mutex> l(mu_);
-  if (model_.per_object_write <= absl::ZeroDuration()) return std::nullopt;
+  if (model_.per_object_write <= absl::ZeroDuration()) return TurnWait::kNoModel;
   Queue& q = queues_[object_key];
   const uint64_t ticket = q.next_ticket++;
   // `q` stays valid: the entry is erased only when no writer holds or waits for a ticket.
-  turns_cv_.wait(l, [&] { return q.serving == ticket; });
-  return Turn(this, object_key, ticket, StretchedLocked(model_.per_object_write));
+  while (q.serving != ticket) {
+    turns_cv_.wait_for(l, absl::ToChronoMilliseconds(kGiveUpPoll));
+    if (q.serving == ticket) break;
+    l.unlock();
+    const bool leave = give_up && give_up();
+    l.lock();
+    if (leave && q.serving != ticket) {
+      q.gone.insert(ticket);
+      return TurnWait::kGaveUp;
+    }
+  }
+  turn->emplace(this, object_key, ticket, StretchedLocked(model_.per_object_write));
+  return TurnWait::kTurn;
+}
+
+bool LatencyState::AdvanceLocked(Queue& q) {
+  ++q.serving;
+  while (!q.gone.empty() && *q.gone.begin() == q.serving) {
+    q.gone.erase(q.gone.begin());
+    ++q.serving;
+  }
+  return q.serving == q.next_ticket;
 }
 
 void LatencyState::EndTurn(const std::string& key, uint64_t ticket) {
   std::lock_guard<std::mutex> l(mu_);
   auto it = queues_.find(key);
   if (it == queues_.end() || it->second.serving != ticket) return;  // broken invariant: ignore
-  if (++it->second.serving == it->second.next_ticket) {
-    queues_.erase(it);
-  }
+  if (AdvanceLocked(it->second)) queues_.erase(it);
   turns_cv_.notify_all();
 }
 

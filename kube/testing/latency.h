@@ -7,7 +7,9 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <set>
 #include <optional>
 #include <mutex>
 #include <random>
@@ -55,9 +57,15 @@ class LatencyState {
     uint64_t ticket_;
     absl::Duration hold_;
   };
-  // Blocks until it is this write's turn on `object_key`; nullopt (no wait) when
-  // per_object_write is zero.
-  std::optional<Turn> WaitForTurn(const std::string& object_key);
+  enum class TurnWait { kTurn, kNoModel, kGaveUp };
+  // Blocks until it is this write's turn on `object_key`: kTurn with `*turn` set. kNoModel (no
+  // wait) when per_object_write is zero. While waiting, `give_up` is asked every
+  // kGiveUpPoll (the request's deadline passed, its client went away: kube-apiserver cancels
+  // the request's context, so its etcd write is never attempted); when it says yes the write
+  // leaves the queue without a turn (kGaveUp) and the writers behind it move up.
+  TurnWait WaitForTurn(const std::string& object_key, const std::function<bool()>& give_up,
+                       std::optional<Turn>* turn);
+  static constexpr absl::Duration kGiveUpPoll = absl::Milliseconds(20);
 
   // When a watch event of a change made at `now` may be delivered (InfinitePast() if
   // watch_delay is zero).
@@ -70,7 +78,10 @@ class LatencyState {
   struct Queue {
     uint64_t next_ticket = 0;  // handed to the next arriving writer
     uint64_t serving = 0;      // the writer whose turn it is
+    std::set<uint64_t> gone;   // tickets given up while waiting: skipped when their turn comes
   };
+  // Moves `q` to its next ticket still waiting; true when no writer is left (erase the queue).
+  static bool AdvanceLocked(Queue& q);
   absl::Duration StretchedLocked(absl::Duration d);  // d x [1, 1 + jitter]
   void EndTurn(const std::string& key, uint64_t ticket);
 

@@ -59,7 +59,7 @@ std::unique_ptr<httplib::SSLClient> TestClient::NewClient() const {
   cli->enable_server_certificate_verification(true);
   if (!token_.empty()) cli->set_bearer_token_auth(token_);
   cli->set_connection_timeout(10, 0);
-  cli->set_read_timeout(30, 0);
+  cli->set_read_timeout(absl::ToChronoMicroseconds(read_timeout_));
   cli->set_write_timeout(30, 0);
   return cli;
 }

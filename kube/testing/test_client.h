@@ -36,6 +36,9 @@ class TestClient {
   void set_token(std::string token) { token_ = std::move(token); }
   // Client certificate instead of / in addition to the token.
   void set_client_cert(std::string cert_pem, std::string key_pem);
+  // How long a request waits for its answer before the client gives up and closes the
+  // connection (default 30 s).
+  void set_read_timeout(absl::Duration timeout) { read_timeout_ = timeout; }
 
   HttpResult Get(const std::string& path) const;
   HttpResult Post(const std::string& path, const base::Json& body) const;
@@ -54,6 +57,7 @@ class TestClient {
   std::string ca_pem_;
   std::string token_;
   std::string cert_pem_, key_pem_;
+  absl::Duration read_timeout_ = absl::Seconds(30);
 };
 
 // Reads one watch stream (GET path with ?watch=true...) on a background thread.
