@@ -218,4 +218,23 @@ struct List {
   }
 };
 
+// An object of T's resource as a metadata-only read returns it (kind PartialObjectMetadata,
+// apiVersion meta.k8s.io/v1): the metadata and nothing else. kube::Informer<MetadataOnly<T>>
+// lists and watches only the metadata (client-go's metadata informer), so a change of a big
+// object costs its watchers a few hundred bytes instead of the whole object.
+template <typename T>
+struct MetadataOnly {
+  static constexpr bool kMetadataOnly = true;
+  std::string api_version;
+  std::string kind;
+  ObjectMeta metadata;
+  static const ResourceInfo& Resource() { return T::Resource(); }
+  template <typename V>
+  void Visit(V& v) {
+    v.Field("apiVersion", api_version);
+    v.Field("kind", kind);
+    v.Field("metadata", metadata);
+  }
+};
+
 }  // namespace spiderpool::api

@@ -60,6 +60,8 @@ template <api::ApiObject T>
 class Informer : public ReflectorSink {
  public:
   using Ptr = std::shared_ptr<const T>;
+  // Informer<api::MetadataOnly<X>> lists and watches X's metadata only.
+  static constexpr bool kMetadataOnly = requires { T::kMetadataOnly; };
 
   Informer(std::shared_ptr<RestClient> rest, InformerOptions options = {})
       : options_(std::move(options)),
@@ -71,6 +73,7 @@ class Informer : public ReflectorSink {
                                     .label_selector = options_.label_selector,
                                     .field_selector = options_.field_selector,
                                     .page_size = options_.page_size,
+                                    .metadata_only = kMetadataOnly,
                                     .clock = options_.clock},
                    this) {}
 

@@ -69,6 +69,40 @@ struct Fixture {
   }
 };
 
+// client-go's metadata informer: the objects come as PartialObjectMetadata (no data), and a
+// change of the data alone is still an update (a new resourceVersion).
+TEST(Informer, MetadataOnlyListsAndWatchesTheMetadata) {
+  Fixture f;
+  f.SetUp();
+  f.Create("meta-a");
+  using Meta = api::MetadataOnly<api::ConfigMap>;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::string> updates;  // resourceVersions seen by on_update
+  Informer<Meta> inf(f.cluster->rest(), {.namespace_ = f.cluster->ns(), .label_selector = kOurs});
+  inf.AddHandlers({.on_update = [&](const Meta&, const Meta& m) {
+    std::lock_guard<std::mutex> l(mu);
+    updates.push_back(m.metadata.resource_version);
+    cv.notify_all();
+  }});
+  std::jthread t([&](std::stop_token s) { inf.Run(s); });
+  ASSERT_TRUE(inf.WaitForCacheSync(absl::Seconds(30)));
+  std::shared_ptr<const Meta> a = inf.store().Get(f.cluster->ns() + "/meta-a");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->kind, "PartialObjectMetadata");
+  EXPECT_EQ(a->api_version, "meta.k8s.io/v1");
+  EXPECT_EQ(a->metadata.labels.at("informer-test"), "true");
+
+  auto patched = f.cms->Patch(f.cluster->ns(), "meta-a", PatchType::kMerge, {{"data", {{"k", "2"}}}});
+  ASSERT_TRUE(patched.ok()) << patched.status();
+  const std::string rv = (*patched)["metadata"]["resourceVersion"].get<std::string>();
+  std::unique_lock<std::mutex> l(mu);
+  ASSERT_TRUE(cv.wait_for(l, std::chrono::seconds(30), [&] {
+    return std::find(updates.begin(), updates.end(), rv) != updates.end();
+  }));
+  EXPECT_EQ(inf.store().Get(f.cluster->ns() + "/meta-a")->kind, "PartialObjectMetadata");
+}
+
 TEST(Informer, ListsWatchesAndIndexes) {
   Fixture f;
   f.SetUp();

@@ -31,6 +31,7 @@ absl::Status Reflector::ListAndReplace() {
   lo.label_selector = options_.label_selector;
   lo.field_selector = options_.field_selector;
   lo.limit = options_.page_size;
+  lo.metadata_only = options_.metadata_only;
   auto list = client_.ListAll(options_.namespace_, lo);
   if (!list.ok()) return list.status();
   std::string rv;
@@ -58,6 +59,7 @@ absl::Status Reflector::WatchOnce(std::stop_token stop) {
   wo.label_selector = options_.label_selector;
   wo.field_selector = options_.field_selector;
   wo.allow_watch_bookmarks = true;
+  wo.metadata_only = options_.metadata_only;
   wo.timeout_seconds = options_.watch_timeout_seconds;
   {
     std::lock_guard<std::mutex> l(mu_);

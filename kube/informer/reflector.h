@@ -37,6 +37,8 @@ struct ReflectorOptions {
   std::string label_selector;
   std::string field_selector;
   int64_t page_size = 500;
+  // List and watch only the objects' metadata (PartialObjectMetadata).
+  bool metadata_only = false;
   // Server-side watch timeout; client-go picks 5–10 minutes so watches rotate.
   int64_t watch_timeout_seconds = 300;
   base::BackoffPolicy backoff{.initial = absl::Milliseconds(800), .max = absl::Seconds(30),

@@ -134,6 +134,7 @@ absl::StatusOr<Json> DynamicClient::List(std::string_view ns, const ListOptions&
   Request r;
   r.path = ResourcePath(resource_, ns);
   AddListQuery(options, &r.query);
+  if (options.metadata_only) r.headers.emplace_back("Accept", kMetadataListAccept);
   SP_ASSIGN_OR_RETURN(Response resp, rest_->Do(r));
   return ParseBody(resp, r.path);
 }

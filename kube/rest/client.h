@@ -42,6 +42,9 @@ struct ListOptions {
   std::string resource_version;
   std::string resource_version_match;  // "NotOlderThan" | "Exact" | ""
   int64_t timeout_seconds = 0;
+  // Only the objects' metadata: Accept as=PartialObjectMetadataList (client-go's metadata
+  // client); items are {"kind":"PartialObjectMetadata","metadata":...}.
+  bool metadata_only = false;
 };
 
 struct CreateOptions {

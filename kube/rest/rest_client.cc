@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "absl/strings/cord.h"
+#include "absl/strings/match.h"
 #include "base/log.h"
 #include "base/sigpipe.h"
 #include "base/status.h"
@@ -325,7 +326,10 @@ class RestClient::Impl {
     httplib::Request h;
     h.method = r.method;
     h.path = Target(r, server_timeout);
-    h.headers.emplace("Accept", "application/json");
+    const bool own_accept = std::any_of(r.headers.begin(), r.headers.end(), [](const auto& kv) {
+      return absl::EqualsIgnoreCase(kv.first, "Accept");
+    });
+    if (!own_accept) h.headers.emplace("Accept", "application/json");
     h.headers.emplace("User-Agent", config.user_agent);
     if (!token.empty()) h.headers.emplace("Authorization", "Bearer " + token);
     for (const auto& [k, v] : r.headers) h.headers.emplace(k, v);
@@ -570,6 +574,7 @@ absl::Status RestClient::Watch(std::string_view path, const WatchOptions& option
   if (!options.field_selector.empty()) {
     request.query.emplace_back("fieldSelector", options.field_selector);
   }
+  if (options.metadata_only) request.headers.emplace_back("Accept", kMetadataAccept);
   absl::Duration read_timeout = options.timeout_seconds > 0
                                     ? absl::Seconds(options.timeout_seconds + 30)
                                     : config_.watch_read_timeout;

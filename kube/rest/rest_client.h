@@ -45,6 +45,14 @@ namespace spiderpool::kube {
 
 using QueryParams = std::vector<std::pair<std::string, std::string>>;
 
+// Accept headers of client-go's metadata client: a GET or a WATCH answered with
+// PartialObjectMetadata, a LIST with PartialObjectMetadataList (plain JSON from a server that
+// cannot).
+inline constexpr char kMetadataAccept[] =
+    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+inline constexpr char kMetadataListAccept[] =
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+
 struct Request {
   std::string method = "GET";
   // Absolute API path ("/api/v1/namespaces/default/pods"), without Config::server's prefix.
@@ -53,6 +61,7 @@ struct Request {
   QueryParams query;  // escaped by the client
   std::string body;
   std::string content_type;  // default "application/json" when there is a body
+  // Extra headers; an "Accept" here replaces the default "application/json".
   std::vector<std::pair<std::string, std::string>> headers;
   // Cancels rate-limiter and Retry-After waits and aborts the request in flight (kCancelled).
   std::stop_token stop;

@@ -37,6 +37,9 @@ struct WatchOptions {
   std::string field_selector;
   bool allow_watch_bookmarks = false;
   int64_t timeout_seconds = 0;  // server-side timeout; 0 = server default
+  // Events carry only the objects' metadata (Accept as=PartialObjectMetadata, as client-go's
+  // metadata informers watch).
+  bool metadata_only = false;
 };
 
 // Splits a byte stream into top-level JSON object texts.

@@ -76,6 +76,8 @@ std::string Watcher::Render(const WatchItem& item) const {
     out += base::DumpJson(table->ToTable({&copy}, meta, now, include_object, table_version,
                                          !table_headers_sent_));
     table_headers_sent_ = true;
+  } else if (item.obj && !metadata_version.empty()) {
+    out += base::DumpJson(PartialObjectMetadata(item.obj->obj, metadata_version));
   } else if (item.obj) {
     const Json& obj = item.obj->obj;
     auto it = obj.find("apiVersion");
@@ -504,7 +506,9 @@ void Core::EnqueueBookmark(const std::shared_ptr<Watcher>& w) {
 
 void Core::EnqueueBookmarkLocked(Watcher& w, bool initial_events_end) {
   Json b = {{"kind", w.kind},
-            {"apiVersion", w.api_version()},
+            {"apiVersion", w.metadata_version.empty()
+                               ? w.api_version()
+                               : StrCat("meta.k8s.io/", w.metadata_version)},
             {"metadata", {{"resourceVersion", std::to_string(rv_)}}}};
   if (initial_events_end) {
     b["metadata"]["annotations"] = {{"k8s.io/initial-events-end", "true"}};

@@ -110,6 +110,9 @@ class Watcher {
   std::shared_ptr<const TableConvertor> table;
   std::string table_version;
   IncludeObject include_object = IncludeObject::kMetadata;
+  // Set for a watch that asked for PartialObjectMetadata (client-go's metadata informers):
+  // object events carry only the metadata, in meta.k8s.io/<this version>.
+  std::string metadata_version;
   base::Clock* clock = nullptr;
 
  private:

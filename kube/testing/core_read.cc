@@ -50,10 +50,16 @@ namespace {
 std::string TableContentType(const std::string& version) {
   return StrCat("application/json;as=Table;v=", version, ";g=meta.k8s.io");
 }
+
+// The Content-Type kube-apiserver answers PartialObjectMetadata(List) with.
+std::string MetadataContentType(std::string_view as, const std::string& version) {
+  return StrCat("application/json;as=", as, ";g=meta.k8s.io;v=", version);
+}
 }  // namespace
 
 HttpResponse Core::Get(const HttpRequest& req, const Target& t) {
   std::optional<std::string> table = NegotiateTable(req.accept);
+  const std::optional<std::string> metadata = NegotiateAs(req.accept, "PartialObjectMetadata");
   Json obj;
   std::optional<TableConvertor> conv;
   {
@@ -62,6 +68,11 @@ HttpResponse Core::Get(const HttpRequest& req, const Target& t) {
     if (!rs) return StatusResp(ResourceNotFoundStatus());
     auto it = rs->objects.find(Key(t.ns, t.name));
     if (it == rs->objects.end()) return StatusResp(NotFoundStatus(t.group, t.plural, t.name));
+    if (metadata && !table) {
+      HttpResponse r = JsonResp(200, PartialObjectMetadata(it->second->obj, *metadata));
+      r.content_type = MetadataContentType("PartialObjectMetadata", *metadata);
+      return r;
+    }
     if (!table) return RawJson(200, RenderAs(*it->second, t.ApiVersion()));
     obj = it->second->obj;
     conv = TableConvertorLocked(t);
@@ -88,6 +99,8 @@ HttpResponse Core::List(const HttpRequest& req, const Target& t) {
   std::string next_token;
   int64_t remaining = 0;
   std::optional<std::string> table = NegotiateTable(req.accept);
+  const std::optional<std::string> metadata =
+      table ? std::nullopt : NegotiateAs(req.accept, "PartialObjectMetadataList");
   std::optional<TableConvertor> conv;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -180,8 +193,11 @@ HttpResponse Core::List(const HttpRequest& req, const Target& t) {
     r.content_type = TableContentType(*table);
     return r;
   }
-  std::string body = StrCat("{\"kind\":\"", t.info.list_kind, "\",\"apiVersion\":\"", av,
-                            "\",\"metadata\":{\"resourceVersion\":\"", rv, "\"");
+  std::string body =
+      metadata ? StrCat("{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"meta.k8s.io/",
+                        *metadata, "\",\"metadata\":{\"resourceVersion\":\"", rv, "\"")
+               : StrCat("{\"kind\":\"", t.info.list_kind, "\",\"apiVersion\":\"", av,
+                        "\",\"metadata\":{\"resourceVersion\":\"", rv, "\"");
   if (!next_token.empty()) {
     body += StrCat(",\"continue\":\"", next_token, "\",\"remainingItemCount\":", remaining);
   }
@@ -191,10 +207,13 @@ HttpResponse Core::List(const HttpRequest& req, const Target& t) {
   body.reserve(total + 2);
   for (size_t i = 0; i < page.size(); ++i) {
     if (i) body += ',';
-    body += RenderAs(*page[i], av);
+    body += metadata ? base::DumpJson(PartialObjectMetadata(page[i]->obj, *metadata))
+                     : RenderAs(*page[i], av);
   }
   body += "]}";
-  return RawJson(200, std::move(body));
+  HttpResponse r = RawJson(200, std::move(body));
+  if (metadata) r.content_type = MetadataContentType("PartialObjectMetadataList", *metadata);
+  return r;
 }
 
 HttpResponse Core::Watch(const HttpRequest& req, const Target& t) {
@@ -242,6 +261,10 @@ HttpResponse Core::Watch(const HttpRequest& req, const Target& t) {
   if (table) {
     w->table_version = *table;
     w->include_object = ParseIncludeObject(Param(req, "includeObject"));
+  } else if (std::optional<std::string> metadata =
+                 NegotiateAs(req.accept, "PartialObjectMetadata")) {
+    w->metadata_version = *metadata;  // events and bookmarks carry PartialObjectMetadata
+    w->kind = "PartialObjectMetadata";
   }
   HttpResponse r;
   r.code = 200;

@@ -65,7 +65,7 @@ class LatencyState {
   // leaves the queue without a turn (kGaveUp) and the writers behind it move up.
   TurnWait WaitForTurn(const std::string& object_key, const std::function<bool()>& give_up,
                        std::optional<Turn>* turn);
-  static constexpr absl::Duration kGiveUpPoll = absl::Milliseconds(20);
+  static constexpr absl::Duration kGiveUpPoll = absl::Milliseconds(100);
 
   // When a watch event of a change made at `now` may be delivered (InfinitePast() if
   // watch_delay is zero).

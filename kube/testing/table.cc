@@ -262,7 +262,7 @@ std::string HumanDuration(absl::Duration d) {
   return StrCat(hours / 24 / 365, "y");
 }
 
-std::optional<std::string> NegotiateTable(std::string_view accept) {
+std::optional<std::string> NegotiateAs(std::string_view accept, std::string_view as_kind) {
   struct Clause {
     double q = 1;
     size_t index = 0;
@@ -314,13 +314,21 @@ std::optional<std::string> NegotiateTable(std::string_view accept) {
     if (!json_like) continue;
     auto as = c.params.find("as");
     if (as == c.params.end()) return std::nullopt;  // a plain representation wins
-    if (as->second != "Table") continue;            // PartialObjectMetadata: not served
+    if (as->second != as_kind) continue;
     auto g = c.params.find("g");
     auto v = c.params.find("v");
     if (g == c.params.end() || g->second != "meta.k8s.io" || v == c.params.end()) continue;
     if (v->second == "v1" || v->second == "v1beta1") return v->second;
   }
   return std::nullopt;
+}
+
+base::Json PartialObjectMetadata(const base::Json& obj, std::string_view version) {
+  base::Json out = {{"kind", "PartialObjectMetadata"},
+                    {"apiVersion", StrCat("meta.k8s.io/", version)}};
+  auto it = obj.find("metadata");
+  out["metadata"] = it != obj.end() ? *it : base::Json::object();
+  return out;
 }
 
 IncludeObject ParseIncludeObject(std::string_view value) {
@@ -557,9 +565,7 @@ Json TableConvertor::Row(const Json& object, absl::Time now, IncludeObject inclu
       row["object"] = nullptr;
       break;
     case IncludeObject::kMetadata:
-      row["object"] = {{"kind", "PartialObjectMetadata"},
-                       {"apiVersion", StrCat("meta.k8s.io/", table_version)},
-                       {"metadata", At(object, "metadata")}};
+      row["object"] = PartialObjectMetadata(object, table_version);
       break;
     case IncludeObject::kObject:
       row["object"] = object;

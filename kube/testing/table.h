@@ -34,9 +34,17 @@ namespace spiderpool::kube::testing {
 // k8s.io/apimachinery/pkg/util/duration.HumanDuration ("45s", "5m10s", "3h", "2d4h", "3y").
 std::string HumanDuration(absl::Duration d);
 
-// The Table version an Accept header asks for: "v1", "v1beta1", or nullopt (plain JSON, or an
-// `as=` we do not serve, which falls back to plain JSON here).
-std::optional<std::string> NegotiateTable(std::string_view accept);
+// The version of meta.k8s.io representation `as` ("Table", "PartialObjectMetadata",
+// "PartialObjectMetadataList") an Accept header asks for ahead of plain JSON: "v1", "v1beta1",
+// or nullopt (plain JSON, or an `as=` we do not serve, which falls back to plain JSON here).
+std::optional<std::string> NegotiateAs(std::string_view accept, std::string_view as);
+inline std::optional<std::string> NegotiateTable(std::string_view accept) {
+  return NegotiateAs(accept, "Table");
+}
+
+// kube-apiserver's PartialObjectMetadata of `obj`: {"kind":"PartialObjectMetadata",
+// "apiVersion":"meta.k8s.io/<version>","metadata":...} (client-go's metadata informers).
+base::Json PartialObjectMetadata(const base::Json& obj, std::string_view version);
 
 enum class IncludeObject { kNone, kMetadata, kObject };
 // includeObject query parameter ("" -> Metadata).

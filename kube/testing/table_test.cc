@@ -132,6 +132,18 @@ TEST(NegotiateTableTest, AcceptHeaders) {
             "v1");
 }
 
+TEST(NegotiateAsTest, PartialObjectMetadata) {
+  constexpr char kMetadataWatch[] =
+      "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+  EXPECT_EQ(NegotiateAs(kMetadataWatch, "PartialObjectMetadata"), "v1");
+  EXPECT_EQ(NegotiateAs(kMetadataWatch, "PartialObjectMetadataList"), std::nullopt);
+  EXPECT_EQ(NegotiateAs(kMetadataWatch, "Table"), std::nullopt);
+  EXPECT_EQ(NegotiateAs("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
+                        "PartialObjectMetadataList"),
+            "v1");
+  EXPECT_EQ(NegotiateAs("application/json", "PartialObjectMetadata"), std::nullopt);
+}
+
 TEST(TableConvertorTest, CustomResourceColumns) {
   Json cols = Json::array({{{"name", "SUBNET"}, {"type", "string"}, {"jsonPath", ".spec.subnet"}},
                            {{"name", "COUNT"},
@@ -415,6 +427,45 @@ TEST_F(TableServerTest, BuiltinAgesAndPagination) {
                "application/json;as=Table;v=v1beta1;g=meta.k8s.io");
   EXPECT_EQ(r.body["apiVersion"], "meta.k8s.io/v1beta1");
   EXPECT_EQ(r.body["rows"][0]["object"]["apiVersion"], "meta.k8s.io/v1beta1");
+}
+
+// client-go's metadata informers: GET with as=PartialObjectMetadata and LIST with
+// as=PartialObjectMetadataList get only the objects' metadata.
+TEST_F(TableServerTest, PartialObjectMetadataGetAndList) {
+  const std::string path = "/api/v1/namespaces/default/configmaps";
+  for (const char* name : {"a", "b"}) {
+    ASSERT_EQ(server_->Call("POST", path,
+                            {{"metadata", {{"name", name}, {"labels", {{"app", "x"}}}}},
+                             {"data", {{"big", std::string(1000, 'x')}}}})
+                  .code,
+              201);
+  }
+  HttpResult one = GetTable(
+      path + "/a", "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json");
+  ASSERT_EQ(one.status, 200) << one.raw;
+  EXPECT_EQ(one.body["kind"], "PartialObjectMetadata");
+  EXPECT_EQ(one.body["apiVersion"], "meta.k8s.io/v1");
+  EXPECT_EQ(one.body["metadata"]["name"], "a");
+  EXPECT_EQ(one.body["metadata"]["labels"]["app"], "x");
+  EXPECT_FALSE(one.body.contains("data"));
+  EXPECT_EQ(one.headers.find("Content-Type")->second,
+            "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1");
+
+  HttpResult list = GetTable(
+      path + "?limit=1",
+      "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json");
+  ASSERT_EQ(list.status, 200) << list.raw;
+  EXPECT_EQ(list.body["kind"], "PartialObjectMetadataList");
+  EXPECT_EQ(list.body["apiVersion"], "meta.k8s.io/v1");
+  ASSERT_EQ(list.body["items"].size(), 1u);
+  EXPECT_EQ(list.body["items"][0]["kind"], "PartialObjectMetadata");
+  EXPECT_EQ(list.body["items"][0]["metadata"]["name"], "a");
+  EXPECT_FALSE(list.body["items"][0].contains("data"));
+  EXPECT_FALSE(list.body["metadata"]["continue"].get<std::string>().empty());
+  // Without the metadata clause: the full objects.
+  HttpResult full = GetTable(path, "application/json");
+  EXPECT_EQ(full.body["kind"], "ConfigMapList");
+  EXPECT_TRUE(full.body["items"][0].contains("data"));
 }
 
 TEST_F(TableServerTest, WatchSendsTableRows) {
