@@ -1,6 +1,7 @@
 // IPAM end to end at kubelet concurrency (issue 17 point 4): N simulated nodes (each a real
 // spiderpool-agent process) x M pods into ONE SpiderIPPool of exactly N*M IPs (upstream's "IPs =
-// pods" case), every ADD and DEL through the real `spiderpool` CNI plugin binary (exec'd, as the
+// pods" case; above --pool-max-ips, default 5000, consecutive nodes share pools of at most that
+// many), every ADD and DEL through the real `spiderpool` CNI plugin binary (exec'd, as the
 // main CNI does) and the agent's unix socket, 8 at a time per node (what a kubelet does when a
 // Deployment lands), against the loopback API server slowed down to a real kube-apiserver + etcd
 // by its latency model (kube/testing LatencyModel, CalibratedLatencyModel()), with one
@@ -13,6 +14,7 @@
 //    "controller_peak_rss_mb":..,"slice_writes":{...},...}
 //
 //   bazel run -c opt //bench:ipam_e2e -- [--nodes=10] [--pods-per-node=100] [--workers-per-node=8]
+//       [--pool-max-ips=N (IPs per pool at most; default 5000, maxAllocatedIPsPerPool)]
 //       [--block-size=N (nodeIPBlockSize; 0 = reservations off)]
 //       [--standing=N (nodeIPBlockStanding; 0 = no standing blocks)]
 //       [--default-pool=1 (the pool is a cluster default pool, spec.default, as the chart
@@ -304,9 +306,11 @@ int main(int argc, char** argv) {
   }
 
   // Each open watch and each idle keep-alive connection holds a server thread: every agent
-  // needs a few dozen.
+  // needs a few dozen. Bookmarks every minute, as kube-apiserver's watch cache sends them (the
+  // loopback's default of 1 s, for tests, made 100 agents' ~700 watches take the server's lock
+  // 700 times a second).
   auto cluster = kube::testing::TestCluster::Start(
-      {.worker_threads = std::max(1024, nodes * 40)});
+      {.bookmark_interval = absl::Minutes(1), .worker_threads = std::max(1024, nodes * 40)});
   if (!cluster.ok()) {
     std::cerr << cluster.status() << "\n";
     return 1;
@@ -325,22 +329,35 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  // One pool of exactly `pods` IPs: 10.100.0.1 and up.
-  const std::string pool_name = "bench-pool";
-  const std::string pool_subnet = "10.100.0.0/16";
-  {
+  // Pools of exactly the pods' IPs: one pool ("bench-pool", 10.100.0.1 and up) unless the
+  // pods are more than `pool-max-ips` (default 5000: the agents' maxAllocatedIPsPerPool, which
+  // is upstream's ipamMaxAllocatedIPs, counts node reservations too, so a bigger pool could
+  // never be filled; a 10,000-record pool would also near etcd's 1.5 MiB object limit). Then
+  // consecutive nodes share a pool ("bench-pool-<k>", 10.<100+k>.0.1 and up) of at most that
+  // many IPs, as pools per rack do.
+  const int pool_max_ips = Flag(argc, argv, "pool-max-ips", 5000);
+  const int nodes_per_pool = std::max(1, pool_max_ips / std::max(1, per_node));
+  const int pool_count = (nodes + nodes_per_pool - 1) / nodes_per_pool;
+  std::vector<std::string> pool_names;
+  auto pool_of_node = [&](int node) -> const std::string& {
+    return pool_names[node / nodes_per_pool];
+  };
+  const std::string pool_subnet = "10.100.0.0/16";  // the first pool's (DRA's declared subnet)
+  for (int k = 0; k < pool_count; ++k) {
     api::SpiderIPPool pool;
-    pool.metadata.name = pool_name;
-    pool.spec.subnet = pool_subnet;
-    const int last = pods;  // 10.100.0.1 .. 10.100.x.y, `pods` addresses
-    pool.spec.ips = {base::StrCat("10.100.0.1-10.100.", last / 256, ".", last % 256)};
-    pool.spec.gateway = "10.100.255.254";
+    pool.metadata.name = pool_count == 1 ? "bench-pool" : base::StrCat("bench-pool-", k);
+    pool.spec.subnet = base::StrCat("10.", 100 + k, ".0.0/16");
+    const int last = per_node * (std::min(nodes, (k + 1) * nodes_per_pool) - k * nodes_per_pool);
+    pool.spec.ips = {base::StrCat("10.", 100 + k, ".0.1-10.", 100 + k, ".", last / 256, ".",
+                                  last % 256)};
+    pool.spec.gateway = base::StrCat("10.", 100 + k, ".255.254");
     if (default_pool) pool.spec.default_ = true;
     auto created = kube::Client<api::SpiderIPPool>(c.rest()).Create(pool);
     if (!created.ok()) {
       std::cerr << created.status() << "\n";
       return 1;
     }
+    pool_names.push_back(pool.metadata.name);
   }
   struct PodRef {
     std::string name, uid;
@@ -494,7 +511,7 @@ int main(int argc, char** argv) {
         {"name", "macvlan-conf"},
         {"type", "macvlan"},
         {"ipam", {{"type", "spiderpool"},
-                  {"default_ipv4_ippool", base::Json::array({pool_name})},
+                  {"default_ipv4_ippool", base::Json::array({pool_of_node(pod.node)})},
                   {"ipam_unix_socket_path", agents[pod.node].socket}}}});
     return base::RunProcess(
         {.argv = {plugin},
@@ -612,14 +629,16 @@ int main(int argc, char** argv) {
     conflicts += Scrape(a.health_port, "spiderpool_ipam_allocation_update_ippool_conflict_counts_total");
     from_reservations += Scrape(a.health_port, "spiderpool_ipam_node_reservation_handouts_total");
   }
-  // Pool records (pods and node reservations) in the pool object at `now`.
+  // Pool records (pods and node reservations) in the pools at `now`.
   auto pool_records = [&](int64_t* pod_records, int64_t* reservations) {
     *pod_records = *reservations = 0;
-    auto p = kube::Client<api::SpiderIPPool>(c.rest()).Get("", pool_name);
-    if (!p.ok()) return false;
-    const api::PoolIPAllocations recs = p->AllocatedIPs().value_or(api::PoolIPAllocations{});
-    for (const auto& [ip, rec] : recs) {
-      ++(api::IsNodeReservation(rec) ? *reservations : *pod_records);
+    for (const std::string& name : pool_names) {
+      auto p = kube::Client<api::SpiderIPPool>(c.rest()).Get("", name);
+      if (!p.ok()) return false;
+      const api::PoolIPAllocations recs = p->AllocatedIPs().value_or(api::PoolIPAllocations{});
+      for (const auto& [ip, rec] : recs) {
+        ++(api::IsNodeReservation(rec) ? *reservations : *pod_records);
+      }
     }
     return true;
   };
@@ -692,6 +711,7 @@ int main(int argc, char** argv) {
       {"nodes", nodes},
       {"pods", pods},
       {"pool_ips", pods},
+      {"pools", pool_count},
       {"workers_per_node", workers},
       {"node_ip_block_size", block_size},
       {"pod_lead_ms", pod_lead_ms},

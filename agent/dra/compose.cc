@@ -73,7 +73,7 @@ absl::Status BuildDevices(const NodeParts& in, bool dra, bool device_plugin, Par
   ipam::Caches* caches = in.caches;
   parts.devices = std::make_unique<NodeDevices>(
       in.rest, o, [caches, node = in.node_name, handed_out = in.handed_out] {
-        return PoolCapacities(caches->pools.store().List(), node, caches->NodeLabels(),
+        return PoolCapacities(caches->pools.List(), node, caches->NodeLabels(),
                               handed_out);
       });
   NodeDevices* d = parts.devices.get();

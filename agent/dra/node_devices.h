@@ -4,7 +4,7 @@
 //     free addresses of the SpiderIPPools this node may use (from the IPAM caches), and
 //   - the device-plugin fallback (dra/deviceplugin), for clusters without DRA.
 //
-//   NodeDevices devices(rest, options, [&] { return PoolCapacities(caches.pools.store().List(), ...); });
+//   NodeDevices devices(rest, options, [&] { return PoolCapacities(caches.pools.List(), ...); });
 //   (handlers on the pool and node caches call devices.Refresh(); agent/dra/compose.cc)
 //   devices.Start();  ...  devices.Stop();
 //

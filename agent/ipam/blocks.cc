@@ -31,9 +31,9 @@ NodeBlocks::NodeBlocks(std::string node, BlockOptions options, PoolCommitter* co
       hooks_(std::move(hooks)), clock_(clock ? clock : &base::RealClock::Get()),
       rng_(static_cast<std::minstd_rand::result_type>(std::hash<std::string>{}(node_))) {}
 
-std::optional<ReservationsWanted> ParseReservationsWanted(const api::SpiderIPPool& pool) {
-  auto it = pool.metadata.annotations.find(kAnnotationReservationsWanted);
-  if (it == pool.metadata.annotations.end()) return std::nullopt;
+std::optional<ReservationsWanted> ParseReservationsWanted(const api::ObjectMeta& pool) {
+  auto it = pool.annotations.find(kAnnotationReservationsWanted);
+  if (it == pool.annotations.end()) return std::nullopt;
   std::vector<std::string> parts = absl::StrSplit(it->second, ' ');
   int64_t at_ms = 0;
   if (parts.size() != 2 || parts[0].empty() || !absl::SimpleAtoi(parts[1], &at_ms)) {
@@ -42,7 +42,7 @@ std::optional<ReservationsWanted> ParseReservationsWanted(const api::SpiderIPPoo
   return ReservationsWanted{.node = parts[0], .at = absl::FromUnixMillis(at_ms)};
 }
 
-bool AskIsDue(const api::SpiderIPPool* pool, absl::Time now, absl::Duration every) {
+bool AskIsDue(const api::ObjectMeta* pool, absl::Time now, absl::Duration every) {
   if (pool == nullptr) return true;
   const std::optional<ReservationsWanted> wanted = ParseReservationsWanted(*pool);
   return !wanted.has_value() || !wanted->FreshAt(now, every);

@@ -137,15 +137,15 @@ struct ReservationsWanted {
     return now - at < within && at - now < within;
   }
 };
-// nullopt: absent or malformed.
-std::optional<ReservationsWanted> ParseReservationsWanted(const api::SpiderIPPool& pool);
+// The ask a pool's metadata carries; nullopt: absent or malformed.
+std::optional<ReservationsWanted> ParseReservationsWanted(const api::ObjectMeta& pool);
 
 // Whether a node whose ADD found `pool` full should write its own ask now: not while any
 // node's ask is younger than `every`. The owners of idle reservations answer whichever node
 // asked; and each ask is a write of the pool object without a resourceVersion (it always
 // lands), which makes every status update of the pool in flight fail with 409: N nodes asking
 // at their own pace were N such writes a second.
-bool AskIsDue(const api::SpiderIPPool* pool, absl::Time now, absl::Duration every);
+bool AskIsDue(const api::ObjectMeta* pool, absl::Time now, absl::Duration every);
 
 struct BlockOptions {
   int64_t max_block = 16;  // 0: off (every IP is written to the pool before the ADD returns)
@@ -167,7 +167,7 @@ struct PoolForecast {
 class NodeBlocks {
  public:
   struct Hooks {
-    // The informer's copy of a pool (nullptr: not known).
+    // The cached copy of a pool (PoolCache::Get: its status may lag; nullptr: not known).
     std::function<std::shared_ptr<const api::SpiderIPPool>(const std::string& pool)> cached_pool;
     // The IPs of `pool` that this node's SpiderEndpoints hold, with their pods (recovery).
     std::function<std::map<base::IPAddress, ::spiderpool::ipam::AllocationRequest>(

@@ -297,11 +297,11 @@ TEST_F(BlocksTest, AFlushCountsThePodsItRecordsOnceInTheFairPart) {
 TEST(ReservationsWanted, AnAskIsDueOnlyWhileNoNodesAskIsFresh) {
   const absl::Time now = absl::FromUnixSeconds(1'700'000'000);
   const absl::Duration every = absl::Seconds(1);
-  api::SpiderIPPool pool;
+  api::ObjectMeta pool;  // the pool's metadata
   EXPECT_TRUE(AskIsDue(nullptr, now, every)) << "pool not cached";
   EXPECT_TRUE(AskIsDue(&pool, now, every)) << "nobody asked";
   auto mark = [&](const std::string& value) {
-    pool.metadata.annotations[kAnnotationReservationsWanted] = value;
+    pool.annotations[kAnnotationReservationsWanted] = value;
   };
   auto at = [](absl::Time t) { return base::StrCat("node-c ", absl::ToUnixMillis(t)); };
   mark(at(now - absl::Milliseconds(300)));

@@ -20,7 +20,7 @@ std::vector<std::unique_ptr<kube::Runnable>> Caches::Runnables() {
   out.push_back(kube::InformerRunnable(&pods));
   out.push_back(kube::InformerRunnable(&namespaces));
   out.push_back(kube::InformerRunnable(&node));
-  out.push_back(kube::InformerRunnable(&pools));
+  for (auto& r : pools.Runnables()) out.push_back(std::move(r));
   out.push_back(kube::InformerRunnable(&reserved_ips));
   out.push_back(kube::InformerRunnable(&endpoints));
   out.push_back(kube::InformerRunnable(&coordinator));

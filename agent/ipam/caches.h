@@ -16,6 +16,7 @@
 
 #include "api/core.h"
 #include "api/labels.h"
+#include "agent/ipam/pool_cache.h"
 #include "api/spider.h"
 #include "kube/controller/manager.h"
 #include "kube/informer/informer.h"
@@ -46,7 +47,7 @@ struct Caches {
   kube::Informer<api::Pod> pods;              // this node's (spec.nodeName)
   kube::Informer<api::Namespace> namespaces;
   kube::Informer<api::Node> node;             // this node only (metadata.name)
-  kube::Informer<api::SpiderIPPool> pools;
+  PoolCache pools;  // metadata watch + full copies read when needed (pool_cache.h)
   kube::Informer<api::SpiderReservedIP> reserved_ips;
   kube::Informer<api::SpiderEndpoint> endpoints;
   kube::Informer<api::SpiderCoordinator> coordinator;  // the one of coordinator_name

@@ -82,15 +82,13 @@ class GroupCommitter {
     std::function<absl::StatusOr<State>(const api::SpiderIPPool& pool)> load;
     std::function<bool(const State& state)> dirty;
     std::function<void(const State& state, api::SpiderIPPool* pool)> store;
-    // Optional: the newest copy of a pool the caller knows of (an informer cache), used before
+    // Optional: the newest copy of a pool the caller knows of (a cache), used before
     // the committer has written the pool itself. nullopt = read it from the store.
     std::function<std::optional<api::SpiderIPPool>(const std::string& name)> cached;
-    // Optional: after a 409, a copy newer than resourceVersion `stale` as soon as the caller's
-    // watch delivers one (bounded wait), so that the winner's write is not read twice;
-    // nullopt = read it from the store.
-    std::function<std::optional<api::SpiderIPPool>(const std::string& name,
-                                                   const std::string& stale)>
-        newer;
+    // Optional: the newest resourceVersion of the pool the caller has heard of (a metadata
+    // watch). A start copy older than that is not written against (it would only meet a 409):
+    // the pool is read from the store first.
+    std::function<std::optional<std::string>(const std::string& name)> latest_version;
   };
 
   // How a batch that lost a 409 race waits before its next try (see PaceAfterConflict).
@@ -238,8 +236,9 @@ class GroupCommitter {
       absl::MutexLock lock(&stats_mu_);
       ++stats_.batches;
     }
-    // Start from the newest copy we know: our own last write, or the informer's if it has
-    // seen a later one (another agent's write); a stale start only costs one 409.
+    // Start from the newest copy we know: our own last write, or the cache's if it has
+    // seen a later one (another agent's write); a start the caller knows is stale
+    // (latest_version) is read again first, any other stale start costs one 409.
     std::optional<api::SpiderIPPool> current = slot->last;
     if (hooks_.cached) {
       std::optional<api::SpiderIPPool> cached = hooks_.cached(name);
@@ -247,6 +246,12 @@ class GroupCommitter {
           (!current.has_value() || Newer(cached->metadata.resource_version,
                                          current->metadata.resource_version))) {
         current = std::move(cached);
+      }
+    }
+    if (hooks_.latest_version && current.has_value()) {
+      const std::optional<std::string> latest = hooks_.latest_version(name);
+      if (latest.has_value() && Newer(*latest, current->metadata.resource_version)) {
+        current.reset();
       }
     }
     const uint64_t seed = std::hash<std::string>{}(name) ^ reinterpret_cast<uintptr_t>(&batch);
@@ -367,10 +372,7 @@ class GroupCommitter {
         }
         if (++conflicts_in_a_row > 1) PaceAfterConflict(conflicts_in_a_row, rng, batch);
         AdoptQueued(slot, batch);
-        std::optional<api::SpiderIPPool> newer;
-        if (hooks_.newer) newer = hooks_.newer(name, current->metadata.resource_version);
-        current = std::move(newer);  // nullopt: the next attempt reads the store
-        current_is_fresh = false;
+        current.reset();  // the next attempt reads the winner's version from the store
         continue;
       }
       if (kube::IsNotFound(written.status())) {

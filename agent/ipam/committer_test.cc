@@ -292,6 +292,32 @@ TEST_F(CommitterTest, GivesUpAtTheDeadlineWithTheLastError) {
   EXPECT_TRUE(Records().empty()) << "a timed-out allocation must leave no record";
 }
 
+// A metadata watch has seen a newer version than the copy at hand: the committer reads the pool
+// before it writes, instead of writing against the old copy and meeting a 409.
+TEST_F(CommitterTest, AStartCopyOlderThanTheLatestVersionIsReadAgainFirst) {
+  auto before = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", pool_name_);
+  ASSERT_TRUE(before.ok()) << before.status();
+  std::string latest;
+  {
+    KubePoolStore store(cluster_->rest());
+    GroupCommitter<Book> other(&store, BookHooks());
+    std::string ip;
+    ASSERT_TRUE(other.Run(pool_name_, Allocate("pod-a", 5, &ip), absl::Now() + absl::Seconds(10)).ok());
+    auto now = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", pool_name_);
+    ASSERT_TRUE(now.ok());
+    latest = now->metadata.resource_version;
+  }
+  KubePoolStore store(cluster_->rest());
+  GroupCommitter<Book>::Hooks hooks = BookHooks();
+  hooks.cached = [&](const std::string&) -> std::optional<api::SpiderIPPool> { return *before; };
+  hooks.latest_version = [&](const std::string&) -> std::optional<std::string> { return latest; };
+  GroupCommitter<Book> committer(&store, hooks);
+  std::string ip;
+  ASSERT_TRUE(committer.Run(pool_name_, Allocate("pod-b", 5, &ip), absl::Now() + absl::Seconds(10)).ok());
+  EXPECT_EQ(ip, "10.9.0.2");
+  EXPECT_EQ(committer.stats().conflicts, 0) << "wrote against the copy it knew was old";
+}
+
 // A mutation that needs a record another agent wrote a moment ago (a KubeVirt live migration
 // moves the VM's records to the target node) must not fail on a cache that lags behind: it is
 // re-applied to a fresh read once. A precondition that fails on the fresh read fails.

@@ -22,7 +22,7 @@ PoolWriter::PoolWriter(std::shared_ptr<kube::RestClient> rest, PoolWriterOptions
     : options_(std::move(options)),
       caches_(std::move(caches)),
       clock_(options_.clock ? options_.clock : &base::RealClock::Get()),
-      pool_store_(rest),
+      pool_store_(rest, caches_.pools),
       pools_(rest),
       committer_(&pool_store_,
                  {.load = [this](const api::SpiderIPPool& pool) -> absl::StatusOr<PoolBook> {
@@ -37,8 +37,10 @@ PoolWriter::PoolWriter(std::shared_ptr<kube::RestClient> rest, PoolWriterOptions
                     if (p == nullptr) return std::nullopt;
                     return *p;
                   },
-                  .newer = [this](const std::string& name, const std::string& stale) {
-                    return NewerPool(name, stale, absl::Milliseconds(50));
+                  .latest_version = [this](const std::string& name) -> std::optional<std::string> {
+                    auto m = caches_.pools->Meta(name);
+                    if (m == nullptr) return std::nullopt;
+                    return m->metadata.resource_version;
                   }},
                  clock_),
       blocks_(options_.node_name, BlockOptions{.max_block = options_.block_size, .standing = options_.block_standing}, &committer_,
@@ -65,35 +67,17 @@ PoolWriter::~PoolWriter() { Stop(); }
 void PoolWriter::Start() { blocks_.Start(); }
 void PoolWriter::Stop() { blocks_.Stop(); }
 
-void PoolWriter::OnPoolChanged(const api::SpiderIPPool* before, const api::SpiderIPPool& after) {
-  {
-    // Wakes committers waiting for the watch to deliver a pool newer than the one that met a
-    // 409.
-    absl::MutexLock lock(&pool_events_mu_);
-    pool_events_cv_.SignalAll();
-  }
+void PoolWriter::OnPoolChanged(const api::ObjectMeta* before, const api::ObjectMeta& after) {
   // Another node asks for idle reservations (blocks.h point 6).
-  auto mark = [](const api::SpiderIPPool* p) {
-    if (p == nullptr) return std::string();
-    auto it = p->metadata.annotations.find(kAnnotationReservationsWanted);
-    return it == p->metadata.annotations.end() ? std::string() : it->second;
+  auto mark = [](const api::ObjectMeta* m) {
+    if (m == nullptr) return std::string();
+    auto it = m->annotations.find(kAnnotationReservationsWanted);
+    return it == m->annotations.end() ? std::string() : it->second;
   };
   if (mark(before) != mark(&after)) blocks_.Wake();
 }
 
 void PoolWriter::OnPodAdded() { blocks_.Poke(); }
-
-std::optional<api::SpiderIPPool> PoolWriter::NewerPool(const std::string& name,
-                                                        const std::string& stale,
-                                                        absl::Duration wait) {
-  const absl::Time deadline = absl::Now() + wait;
-  absl::MutexLock lock(&pool_events_mu_);
-  while (true) {
-    std::shared_ptr<const api::SpiderIPPool> p = (*caches_.pools).Get(name);
-    if (p != nullptr && ResourceVersionNewer(p->metadata.resource_version, stale)) return *p;
-    if (pool_events_cv_.WaitWithDeadline(&pool_events_mu_, deadline)) return std::nullopt;
-  }
-}
 
 bool PoolWriter::IsWaiting(const api::Pod& pod) const {
   if (pod.spec.host_network || pod.metadata.IsDeleting() || pod.status.phase == "Succeeded" ||
@@ -114,16 +98,17 @@ std::set<std::string> PoolWriter::WaitingPods() const {
 }
 
 std::string PoolWriter::WantedBy(const std::string& pool) const {
-  std::shared_ptr<const api::SpiderIPPool> p = (*caches_.pools).Get(pool);
-  if (p == nullptr) return "";
-  const std::optional<ReservationsWanted> wanted = ParseReservationsWanted(*p);
+  std::shared_ptr<const PoolMeta> m = caches_.pools->Meta(pool);
+  if (m == nullptr) return "";
+  const std::optional<ReservationsWanted> wanted = ParseReservationsWanted(m->metadata);
   if (!wanted.has_value() || wanted->node == options_.node_name) return "";
   return wanted->FreshAt(clock_->Now(), absl::Seconds(10)) ? wanted->node : "";
 }
 
 void PoolWriter::AskForReservations(const std::string& pool) {
   const absl::Time now = clock_->Now();
-  if (!AskIsDue((*caches_.pools).Get(pool).get(), now, kAskEvery)) return;
+  std::shared_ptr<const PoolMeta> m = caches_.pools->Meta(pool);
+  if (!AskIsDue(m == nullptr ? nullptr : &m->metadata, now, kAskEvery)) return;
   {
     absl::MutexLock l(&asked_mu_);
     absl::Time& last = asked_[pool];
@@ -174,12 +159,16 @@ std::optional<sp::FamilyAllocation> FamilyFromSpec(const api::SpiderIPPool& pool
 // ---- pool store -------------------------------------------------------------------------------
 
 absl::StatusOr<api::SpiderIPPool> PoolWriter::KubePoolStore::Get(const std::string& name) {
-  return pools_.Get("", name);
+  absl::StatusOr<api::SpiderIPPool> got = pools_.Get("", name);
+  if (got.ok()) cache_->Remember(*got);
+  return got;
 }
 
 absl::StatusOr<api::SpiderIPPool> PoolWriter::KubePoolStore::UpdateStatus(
     const api::SpiderIPPool& pool) {
-  return pools_.UpdateStatus(pool);
+  absl::StatusOr<api::SpiderIPPool> written = pools_.UpdateStatus(pool);
+  if (written.ok()) cache_->Remember(*written);
+  return written;
 }
 
 // ---- NodeBlocks hooks ------------------------------------------------------------------------
@@ -357,7 +346,8 @@ bool PoolWriter::OtherContainerHolds(const std::vector<std::string>& pools,
   if (container_id.empty()) return false;  // a DEL without a container frees them all
   for (const std::string& pool : pools) {
     if (blocks_.HandedToOtherContainer(pool, uid, container_id)) return true;
-    std::shared_ptr<const api::SpiderIPPool> p = caches_.pools->Get(pool);
+    absl::StatusOr<std::shared_ptr<const api::SpiderIPPool>> fresh = caches_.pools->Fresh(pool);
+    std::shared_ptr<const api::SpiderIPPool> p = fresh.ok() ? *fresh : caches_.pools->Get(pool);
     if (p == nullptr) continue;
     absl::StatusOr<api::PoolIPAllocations> recs = p->AllocatedIPs();
     if (!recs.ok()) continue;

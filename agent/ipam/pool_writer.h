@@ -31,6 +31,7 @@
 #include "absl/time/time.h"
 #include "agent/ipam/blocks.h"
 #include "agent/ipam/committer.h"
+#include "agent/ipam/pool_cache.h"
 #include "api/core.h"
 #include "api/spider.h"
 #include "base/clock.h"
@@ -42,10 +43,9 @@
 
 namespace spiderpool::agent::ipam {
 
-// Read-only views of the agent's shared informer caches (owned by the caller, outliving the
-// writer).
+// The agent's shared caches (owned by the caller, outliving the writer).
 struct PoolCaches {
-  const kube::Store<api::SpiderIPPool>* pools = nullptr;
+  PoolCache* pools = nullptr;  // reads pools when needed, remembers this agent's reads/writes
   const kube::Store<api::SpiderEndpoint>* endpoints = nullptr;
   const kube::Store<api::SpiderReservedIP>* reserved = nullptr;
   const kube::Store<api::Pod>* pods = nullptr;  // this node's pods
@@ -71,8 +71,9 @@ class PoolWriter {
 
   void Start();
   void Stop();
-  // The informers' events the writer acts on (the caller registers them).
-  void OnPoolChanged(const api::SpiderIPPool* before, const api::SpiderIPPool& after);
+  // The informers' events the writer acts on (the caller registers them): a pool's metadata
+  // changed (PoolCache::metadata()), a pod was scheduled here.
+  void OnPoolChanged(const api::ObjectMeta* before, const api::ObjectMeta& after);
   void OnPodAdded();
 
   // One IP taken by a request (for undo).
@@ -98,7 +99,7 @@ class PoolWriter {
   bool ReleaseInBackground(const std::vector<std::string>& pools, const std::string& uid,
                            const std::string& container_id);
   // Whether records of `uid` in `pools` belong to a container other than `container_id`, per
-  // the cached pool status and this node's reservations.
+  // the pools' newest status and this node's reservations.
   bool OtherContainerHolds(const std::vector<std::string>& pools, const std::string& uid,
                            const std::string& container_id) const;
   // Moves the records of `endpoint` to `owner` (its UID, node and container).
@@ -126,14 +127,17 @@ class PoolWriter {
   int64_t PendingReleases() const { return blocks_.PendingReleases(); }
 
  private:
+  // The API server, every answer remembered by the PoolCache.
   class KubePoolStore : public PoolStore {
    public:
-    explicit KubePoolStore(std::shared_ptr<kube::RestClient> rest) : pools_(std::move(rest)) {}
+    KubePoolStore(std::shared_ptr<kube::RestClient> rest, PoolCache* cache)
+        : pools_(std::move(rest)), cache_(cache) {}
     absl::StatusOr<api::SpiderIPPool> Get(const std::string& name) override;
     absl::StatusOr<api::SpiderIPPool> UpdateStatus(const api::SpiderIPPool& pool) override;
 
    private:
     kube::Client<api::SpiderIPPool> pools_;
+    PoolCache* cache_;
   };
 
   absl::StatusOr<::spiderpool::ipam::PoolState> BuildPool(const api::SpiderIPPool& pool) const;
@@ -154,9 +158,6 @@ class PoolWriter {
   // and not while another node's ask is that fresh (AskIsDue).
   void AskForReservations(const std::string& pool);
   static constexpr absl::Duration kAskEvery = absl::Seconds(1);
-  // After a 409: the pool as soon as the watch delivers a version newer than `stale`.
-  std::optional<api::SpiderIPPool> NewerPool(const std::string& name, const std::string& stale,
-                                             absl::Duration wait);
 
   PoolWriterOptions options_;
   PoolCaches caches_;
@@ -166,8 +167,6 @@ class PoolWriter {
   PoolCommitter committer_;
   NodeBlocks blocks_;
 
-  absl::Mutex pool_events_mu_;
-  absl::CondVar pool_events_cv_;
   absl::Mutex asked_mu_;
   std::map<std::string, absl::Time> asked_ ABSL_GUARDED_BY(asked_mu_);  // pool -> last ask
 };

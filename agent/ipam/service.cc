@@ -95,7 +95,7 @@ IpamService::IpamService(std::shared_ptr<kube::RestClient> rest, ServiceOptions 
                .clock = clock_,
                .block_standing = options_.config.node_ip_block_standing,
                .forecast = [this] { return Forecast(); }},
-              {.pools = &caches_.pools.store(),
+              {.pools = &caches_.pools,
                .endpoints = &caches_.endpoints.store(),
                .reserved = &caches_.reserved_ips.store(),
                .pods = &caches_.pods.store(),
@@ -103,10 +103,10 @@ IpamService::IpamService(std::shared_ptr<kube::RestClient> rest, ServiceOptions 
   if (options_.registry != nullptr) RegisterMetrics(*options_.registry);
   // The pool writer acts on pool changes (a newer version after a 409, another node's ask)
   // and on pods scheduled here (the prewarm).
-  caches_.pools.AddHandlers(
-      {.on_add = [this](const api::SpiderIPPool& p) { writer_.OnPoolChanged(nullptr, p); },
-       .on_update = [this](const api::SpiderIPPool& before, const api::SpiderIPPool& after) {
-         writer_.OnPoolChanged(&before, after);
+  caches_.pools.metadata().AddHandlers(
+      {.on_add = [this](const PoolMeta& p) { writer_.OnPoolChanged(nullptr, p.metadata); },
+       .on_update = [this](const PoolMeta& before, const PoolMeta& after) {
+         writer_.OnPoolChanged(&before.metadata, after.metadata);
        }});
   caches_.pods.AddHandlers({.on_add = [this](const api::Pod&) { writer_.OnPodAdded(); }});
 }
@@ -375,7 +375,7 @@ sp::SelectionConfig IpamService::SelectionConfigFor() const {
 
 std::vector<const api::SpiderIPPool*> IpamService::PoolSnapshot(
     std::vector<std::shared_ptr<const api::SpiderIPPool>>* keep) const {
-  *keep = caches_.pools.store().List();
+  *keep = caches_.pools.List();
   std::vector<const api::SpiderIPPool*> out;
   out.reserve(keep->size());
   for (const auto& p : *keep) out.push_back(p.get());
@@ -489,9 +489,13 @@ absl::StatusOr<bool> IpamService::ValidStatefulSetPod(const std::string& ns,
   return *ordinal >= start && *ordinal < start + replicas;
 }
 
-IpamService::UidRecords IpamService::CachedRecordsOf(const std::string& uid) const {
+IpamService::UidRecords IpamService::RecordsOf(const std::string& uid) const {
   UidRecords out;
-  for (const auto& p : caches_.pools.store().List()) {
+  for (const auto& cached : caches_.pools.List()) {
+    // The newest status: records written since the copy was read count.
+    absl::StatusOr<std::shared_ptr<const api::SpiderIPPool>> fresh =
+        caches_.pools.Fresh(cached->metadata.name);
+    const std::shared_ptr<const api::SpiderIPPool> p = fresh.ok() && *fresh ? *fresh : cached;
     absl::StatusOr<api::PoolIPAllocations> recs = p->AllocatedIPs();
     if (!recs.ok()) continue;
     bool holds = false;
@@ -782,10 +786,10 @@ absl::Status IpamService::DoRelease(const ipamapi::IpamDelArgs& args, absl::Time
   }
   if (uid.empty()) return absl::OkStatus();  // nothing of this pod is known anywhere
 
-  // Without an endpoint of this UID the pool records (cached; read once) tell what it holds.
+  // Without an endpoint of this UID the pool records (their newest status) tell what it holds.
   std::optional<UidRecords> records;
   if (!(endpoint.has_value() && endpoint->status->current.uid == uid)) {
-    records = CachedRecordsOf(uid);
+    records = RecordsOf(uid);
   }
   // A KubeVirt VM's pod: its IPs are kept under the VMI's name while the VM wants them.
   if (options_.config.enable_kubevirt_static_ip && records.has_value()) {

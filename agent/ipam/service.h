@@ -174,12 +174,13 @@ class IpamService : public IpamBackend {
   bool ConflictDetectionFor(const api::Pod& pod, const ::spiderpool::ipam::PodOwner& owner);
   // Whether the VM behind VMI `ns`/`vmi` still wants its IPs (api/kubevirt.h), from live GETs.
   absl::StatusOr<bool> VMWantsItsIPs(const std::string& ns, const std::string& vmi);
-  // The cached pools that hold records of a pod UID, and the "ns/name" those records name.
+  // The pools that hold records of a pod UID (their newest status: PoolCache::Fresh), and the
+  // "ns/name" those records name.
   struct UidRecords {
     std::vector<std::string> pools;
     std::set<std::string> owners;
   };
-  UidRecords CachedRecordsOf(const std::string& uid) const;
+  UidRecords RecordsOf(const std::string& uid) const;
   // The VMI name of a released pod of UID `uid`: from the cached pod, else from its pool
   // records kept under another name. nullopt: not a VM's pod.
   std::optional<std::string> VMIOfPod(const std::string& ns, const std::string& pod_name,

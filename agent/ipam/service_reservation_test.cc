@@ -71,7 +71,7 @@ TEST_P(ReservationTest, DeviceCapacityNeverDropsBelowWhatIsFree) {
   const std::string node = Node("a");
   auto capacity = [&]() -> int64_t {
     std::vector<::spiderpool::dra::resourceslice::PoolCapacity> caps = agent::dra::PoolCapacities(
-        caches.pools.store().List(), node, caches.NodeLabels(),
+        caches.pools.List(), node, caches.NodeLabels(),
         [&](const std::string& pool) { return agent.HandedOutReservations(pool); });
     for (const auto& c : caps) {
       if (c.name == Pool("v4")) return c.free_ips;

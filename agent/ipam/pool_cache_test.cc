@@ -1,0 +1,150 @@
+// PoolCache against the loopback API server (or a real cluster through
+// SPIDERPOOL_TEST_KUBECONFIG): which writes of a pool make it read the pool again, and which
+// only reach it as metadata.
+
+#include "agent/ipam/pool_cache.h"
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kube/controller/manager.h"
+#include "kube/rest/client.h"
+#include "kube/testing/spider_cluster.h"
+
+namespace spiderpool::agent::ipam {
+namespace {
+
+constexpr absl::Duration kEventually = absl::Seconds(30);
+
+bool WaitUntil(const std::function<bool()>& done, absl::Duration timeout = kEventually) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!done()) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return true;
+}
+
+class PoolCacheTest : public kube::testing::SpiderClusterTest {
+ protected:
+  void SetUp() override {
+    SpiderClusterTest::SetUp();
+    if (HasFatalFailure()) return;
+    absl::StatusOr<std::string> pool = CreatePool("cache", "10.9.0.0/24", {"10.9.0.1-10.9.0.20"});
+    ASSERT_TRUE(pool.ok()) << pool.status();
+    name_ = *pool;
+  }
+  void TearDown() override {
+    stop_.request_stop();
+    threads_.clear();
+    cache_.reset();
+    SpiderClusterTest::TearDown();
+  }
+  // Starts a PoolCache's runnables and waits for it to sync.
+  PoolCache& Start(PoolCacheOptions options,
+                   std::function<void(PoolCache&)> before_run = nullptr) {
+    cache_ = std::make_unique<PoolCache>(cluster_->rest(), options);
+    if (before_run) before_run(*cache_);
+    for (auto& r : cache_->Runnables()) {
+      std::shared_ptr<kube::Runnable> runnable = std::move(r);
+      threads_.emplace_back([runnable, stop = stop_.get_token()] { (void)runnable->Run(stop); });
+    }
+    EXPECT_TRUE(WaitUntil([&] { return cache_->HasSynced(); })) << "did not sync";
+    return *cache_;
+  }
+  // Another agent's status write: one more record.
+  std::string WriteStatus(const std::string& ip) {
+    kube::Client<api::SpiderIPPool> pools(cluster_->rest());
+    auto p = pools.Get("", name_);
+    EXPECT_TRUE(p.ok()) << p.status();
+    api::PoolIPAllocations recs = p->AllocatedIPs().value_or(api::PoolIPAllocations{});
+    recs[ip] = api::PoolIPAllocation{.pod = "ns/p-" + ip, .pod_uid = "uid-" + ip};
+    p->SetAllocatedIPs(recs);
+    auto w = pools.UpdateStatus(*p);
+    EXPECT_TRUE(w.ok()) << w.status();
+    return w.ok() ? w->metadata.resource_version : "";
+  }
+  bool MetaAt(const PoolCache& cache, const std::string& rv) {
+    return WaitUntil([&] {
+      auto m = cache.Meta(name_);
+      return m != nullptr && m->metadata.resource_version == rv;
+    });
+  }
+
+  std::string name_;
+  std::unique_ptr<PoolCache> cache_;
+  std::stop_source stop_;
+  std::vector<std::jthread> threads_;  // stopped and joined before cache_ goes
+};
+
+TEST_F(PoolCacheTest, AnotherAgentsStatusWriteIsMetadataUntilSomeoneNeedsIt) {
+  PoolCache& cache = Start({.status_refresh = absl::Hours(1)});
+  std::shared_ptr<const api::SpiderIPPool> first = cache.Get(name_);
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(first->spec.subnet, "10.9.0.0/24");
+  const int64_t reads = cache.reads();
+
+  const std::string rv = WriteStatus("10.9.0.1");
+  ASSERT_TRUE(MetaAt(cache, rv)) << "the metadata watch did not see the write";
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_EQ(cache.reads(), reads) << "a status write made the cache read the pool";
+  EXPECT_EQ(cache.Get(name_)->metadata.resource_version, first->metadata.resource_version);
+
+  absl::StatusOr<std::shared_ptr<const api::SpiderIPPool>> fresh = cache.Fresh(name_);
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  ASSERT_NE(*fresh, nullptr);
+  EXPECT_EQ((*fresh)->metadata.resource_version, rv);
+  EXPECT_EQ((*fresh)->AllocatedIPs()->count("10.9.0.1"), 1u);
+  EXPECT_EQ(cache.reads(), reads + 1);
+  EXPECT_EQ(cache.Get(name_)->metadata.resource_version, rv) << "the read is kept";
+  ASSERT_TRUE(cache.Fresh(name_).ok());
+  EXPECT_EQ(cache.reads(), reads + 1) << "an up-to-date copy was read again";
+
+  // Remember keeps only what is newer than the copy.
+  api::SpiderIPPool old = *first;
+  cache.Remember(old);
+  EXPECT_EQ(cache.Get(name_)->metadata.resource_version, rv);
+}
+
+TEST_F(PoolCacheTest, ASpecChangeIsReadAtOnceAndAStatusChangeWithinTheRefresh) {
+  std::atomic<int> updates{0};
+  PoolCache& cache = Start({.status_refresh = absl::Milliseconds(300)}, [&](PoolCache& c) {
+    c.AddHandlers({.on_update = [&](const api::SpiderIPPool&, const api::SpiderIPPool&) {
+      updates.fetch_add(1);
+    }});
+  });
+  kube::Client<api::SpiderIPPool> pools(cluster_->rest());
+  auto patched = pools.Patch("", name_, kube::PatchType::kMerge,
+                             {{"spec", {{"ips", {"10.9.0.1-10.9.0.30"}}}}});
+  ASSERT_TRUE(patched.ok()) << patched.status();
+  ASSERT_TRUE(WaitUntil([&] {
+    auto p = cache.Get(name_);
+    return p != nullptr && p->spec.ips == std::vector<std::string>{"10.9.0.1-10.9.0.30"};
+  })) << "the spec change was not read";
+
+  const std::string rv = WriteStatus("10.9.0.2");
+  ASSERT_TRUE(WaitUntil([&] {
+    return cache.Get(name_)->metadata.resource_version == rv;
+  })) << "the status change was not read within the refresh";
+  EXPECT_GE(updates.load(), 2);
+}
+
+TEST_F(PoolCacheTest, ADeletedPoolIsGone) {
+  std::atomic<int> deletes{0};
+  PoolCache& cache = Start({.status_refresh = absl::Hours(1)}, [&](PoolCache& c) {
+    c.AddHandlers({.on_delete = [&](const api::SpiderIPPool& p) {
+      if (p.metadata.name == name_) deletes.fetch_add(1);
+    }});
+  });
+  ASSERT_NE(cache.Get(name_), nullptr);
+  ASSERT_TRUE(kube::Client<api::SpiderIPPool>(cluster_->rest()).Delete("", name_).ok());
+  ASSERT_TRUE(WaitUntil([&] { return cache.Get(name_) == nullptr && deletes.load() == 1; }));
+  for (const auto& p : cache.List()) EXPECT_NE(p->metadata.name, name_);
+}
+
+}  // namespace
+}  // namespace spiderpool::agent::ipam
