@@ -99,6 +99,9 @@ class GroupCommitter {
     // The largest window: the wait is drawn uniformly from [0, window). ipam_e2e: 500 ms
     // measured 1.4x the 409s of 1 s at 30 nodes, 2 s a slower first batch at 10 nodes.
     absl::Duration max_window = absl::Seconds(1);
+    // ... unless the round trip is so slow (a big pool on a busy server) that 1 s holds fewer
+    // than this many of them: then the cap is this many round trips.
+    int max_window_round_trips = 16;
   };
 
   // Conflicts are retried at once with the winner's version, then after a wait drawn from a
@@ -405,7 +408,8 @@ class GroupCommitter {
   }
 
   // After the k-th conflict in a row (k >= 2) a batch waits a time drawn uniformly from
-  // [0, slot * 2^(k-2)), capped at max_window (1 s); slot is half the measured write round trip
+  // [0, slot * 2^(k-2)), capped at max_window (1 s; or 16 round trips when those are longer:
+  // 50 agents on a 5000-IP pool at 100 nodes); slot is half the measured write round trip
   // (a whole one measured a little slower at 10 agents, the same at 30). With
   // N agents racing for one pool only one write per round trip can land, so the losers must
   // spread over about N round trips or they collide again: the window doubles until it is
@@ -413,13 +417,14 @@ class GroupCommitter {
   // never lines agents up. A fixed millisecond-scale step does not scale with the server's
   // speed: on a loaded API server 30 agents at a 64 ms cap retried in lockstep.
   void PaceAfterConflict(int k, std::mt19937_64& rng, const std::vector<Pending*>& batch) {
-    absl::Duration slot;
+    absl::Duration slot, cap;
     {
       absl::MutexLock lock(&stats_mu_);
       slot = std::max(pacing_.min_slot, round_trip_ / 2);
+      cap = std::max(pacing_.max_window, round_trip_ * pacing_.max_window_round_trips);
     }
     absl::Duration window = slot * static_cast<double>(uint64_t{1} << std::min(k - 2, 20));
-    window = std::min(window, pacing_.max_window);
+    window = std::min(window, cap);
     std::uniform_real_distribution<double> share(0.0, 1.0);
     SleepFor(window * share(rng), batch);
   }

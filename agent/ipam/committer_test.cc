@@ -391,13 +391,15 @@ class SteppingClock : public base::Clock {
 // One pool in memory; each write takes kPacingRoundTrip, the first `conflicts` answer 409.
 class ConflictingStore : public PoolStore {
  public:
-  ConflictingStore(SteppingClock* clock, int conflicts) : clock_(clock), conflicts_(conflicts) {
+  ConflictingStore(SteppingClock* clock, int conflicts,
+                   absl::Duration round_trip = kPacingRoundTrip)
+      : clock_(clock), conflicts_(conflicts), round_trip_(round_trip) {
     pool_.metadata.name = "busy";
     pool_.metadata.resource_version = "1";
   }
   absl::StatusOr<api::SpiderIPPool> Get(const std::string&) override { return pool_; }
   absl::StatusOr<api::SpiderIPPool> UpdateStatus(const api::SpiderIPPool& pool) override {
-    clock_->Advance(kPacingRoundTrip);
+    clock_->Advance(round_trip_);
     if (conflicts_-- > 0) {
       pool_.metadata.resource_version = std::to_string(std::stoi(pool_.metadata.resource_version) + 1);
       return kube::MakeApiError(409, kube::reason::kConflict, "the object has been modified");
@@ -408,6 +410,7 @@ class ConflictingStore : public PoolStore {
  private:
   SteppingClock* clock_;
   int conflicts_;
+  absl::Duration round_trip_;
   api::SpiderIPPool pool_;
 };
 
@@ -437,6 +440,28 @@ TEST(CommitterPacing, WaitsAfterConflictsSpreadOverRoundTrips) {
   }
   EXPECT_GT(longest, absl::Milliseconds(200)) << "the window must grow past a fixed small cap";
   EXPECT_GE(distinct.size(), 8u) << "waits must be jittered, not in lockstep";
+}
+
+// A slow round trip (a 5000-IP pool on a busy server, 50 agents writing it): 1 s holds too few
+// of them to spread the agents, so the window's cap becomes 16 round trips.
+TEST(CommitterPacing, OnSlowRoundTripsTheWindowIsCappedAtSixteenOfThem) {
+  constexpr int kConflicts = 12;
+  constexpr absl::Duration kSlow = absl::Milliseconds(250);
+  SteppingClock clock;
+  ConflictingStore store(&clock, kConflicts, kSlow);
+  GroupCommitter<Book> committer(&store, BookHooks(), &clock);
+  std::string ip;
+  ASSERT_TRUE(committer.Run("busy", Allocate("p1", 5, &ip), clock.Now() + absl::Hours(1)).ok());
+  ASSERT_EQ(clock.waits.size(), static_cast<size_t>(kConflicts - 1));
+  absl::Duration longest;
+  for (size_t i = 0; i < clock.waits.size(); ++i) {
+    const int k = static_cast<int>(i) + 2;
+    const absl::Duration window =
+        std::min(kSlow * 16, kSlow / 2 * static_cast<double>(1 << (k - 2)));
+    EXPECT_LT(clock.waits[i], window) << "wait after conflict " << k;
+    longest = std::max(longest, clock.waits[i]);
+  }
+  EXPECT_GT(longest, absl::Seconds(1)) << "capped at 1 s although a round trip is 250 ms";
 }
 
 }  // namespace
