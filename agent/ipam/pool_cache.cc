@@ -149,8 +149,11 @@ absl::Time PoolCache::Refresh() {
       auto it = copies_.find(name);
       Copy c = it == copies_.end() ? Copy{} : std::move(it->second);
       if (now >= c.retry_at) {
-        const bool spec_changed =
-            c.pool == nullptr || c.pool->metadata.generation != m->metadata.generation;
+        // A new pool, a spec change, or a pool deleted and created again under its name
+        // (generation 1 again) between two passes.
+        const bool spec_changed = c.pool == nullptr ||
+                                  c.pool->metadata.generation != m->metadata.generation ||
+                                  c.pool->metadata.uid != m->metadata.uid;
         const bool status_changed =
             c.pool != nullptr && ResourceVersionNewer(m->metadata.resource_version,
                                                       c.pool->metadata.resource_version);

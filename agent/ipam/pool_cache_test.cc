@@ -146,5 +146,29 @@ TEST_F(PoolCacheTest, ADeletedPoolIsGone) {
   for (const auto& p : cache.List()) EXPECT_NE(p->metadata.name, name_);
 }
 
+// Deleted and created again under the same name (generation 1 again, a new UID): the new
+// pool's spec is read at once, not after the status refresh. (When both events come between two
+// passes of the refresher only the UID tells the pools apart; this test does not force that
+// timing.)
+TEST_F(PoolCacheTest, APoolCreatedAgainUnderItsNameIsReadAtOnce) {
+  PoolCache& cache = Start({.status_refresh = absl::Hours(1)});
+  std::shared_ptr<const api::SpiderIPPool> old = cache.Get(name_);
+  ASSERT_NE(old, nullptr);
+  kube::Client<api::SpiderIPPool> pools(cluster_->rest());
+  ASSERT_TRUE(pools.Delete("", name_).ok());
+  ASSERT_TRUE(WaitUntil([&] { return !pools.Get("", name_).ok(); }));  // not immediate everywhere
+  api::SpiderIPPool again;
+  again.metadata.name = name_;
+  again.spec.subnet = "10.8.0.0/24";
+  again.spec.ips = {"10.8.0.1-10.8.0.20"};
+  auto created = pools.Create(again);
+  ASSERT_TRUE(created.ok()) << created.status();
+  ASSERT_TRUE(WaitUntil([&] {
+    auto p = cache.Get(name_);
+    return p != nullptr && p->metadata.uid == created->metadata.uid;
+  })) << "still the deleted pool's copy";
+  EXPECT_EQ(cache.Get(name_)->spec.subnet, "10.8.0.0/24");
+}
+
 }  // namespace
 }  // namespace spiderpool::agent::ipam
