@@ -135,7 +135,9 @@ bool PoolCache::Read(const std::string& name) {
 }
 
 absl::Time PoolCache::Refresh() {
-  const bool synced = meta_.HasSynced();
+  // Nothing before the metadata informer has listed every pool: then the first pass reads
+  // them all at once (one LIST when they are many).
+  if (!meta_.HasSynced()) return clock_.Now() + kSyncPoll;
   const std::vector<std::shared_ptr<const PoolMeta>> metas = meta_.store().List();
   std::vector<std::string> due;
   absl::Time next = absl::InfiniteFuture();
@@ -171,19 +173,39 @@ absl::Time PoolCache::Refresh() {
     for (auto& [name, c] : copies_) {
       if (!kept.count(name) && c.pool != nullptr) gone.push_back(c.pool);
     }
-    if (synced) copies_ = std::move(kept);  // before the first list, nothing is known gone
+    copies_ = std::move(kept);
   }
   for (const auto& p : gone) {
-    if (!synced) break;
     for (auto& h : handlers_) {
       if (h.on_delete) h.on_delete(*p);
+    }
+  }
+  if (due.size() > kListAbove) {
+    // Many pools to read at once (the first pass in a cluster of many pools): one paginated
+    // LIST instead of a GET each; a LIST is a consistent read, so its copies are at least as
+    // new as the metadata this pass saw.
+    absl::StatusOr<api::List<api::SpiderIPPool>> all = pools_.ListAll("");
+    {
+      absl::MutexLock l(&mu_);
+      ++reads_;
+    }
+    if (all.ok()) {
+      for (const api::SpiderIPPool& p : all->items) Remember(p);
+      std::vector<std::string> unlisted;  // created after the LIST's snapshot
+      absl::MutexLock l(&mu_);
+      for (const std::string& name : due) {
+        auto it = copies_.find(name);
+        if (it == copies_.end() || it->second.pool == nullptr) unlisted.push_back(name);
+      }
+      due = std::move(unlisted);
+    } else {
+      SP_LOG(Warning).Msg("listing SpiderIPPools failed; reading them one by one")
+          .KV("err", all.status().ToString());
     }
   }
   bool all_read = true;
   for (const std::string& name : due) all_read = Read(name) && all_read;
   absl::MutexLock l(&mu_);
-  if (!synced) return clock_.Now() + kSyncPoll;  // the informer marks itself synced after its
-                                                  // first events: no event says when
   if (all_read) refreshed_once_ = true;
   for (const auto& [name, c] : copies_) {
     if (c.retry_at > clock_.Now()) next = std::min(next, c.retry_at);

@@ -10,7 +10,7 @@
 // which pools exist and when each changed (resourceVersion, generation, annotations: another
 // node's ask for reservations). The full objects are read (GET) only
 //   - when a pool is first seen, or its generation changed (a spec change: selection must see
-//     it at once),
+//     it at once; more than kListAbove such pools at once, as at start: one LIST),
 //   - when a reader needs the newest status (Fresh: the committer before it writes, the rare
 //     DEL paths that look for a pod's records),
 //   - in the background, at most every `status_refresh` per pool that changed meanwhile (the
@@ -88,7 +88,10 @@ class PoolCache {
   };
   // Reads `name` and keeps the answer; false on an error (then retried after options_.retry).
   bool Read(const std::string& name);
+  // Until the metadata informer has synced (it says so after its first events, not with one).
   static constexpr absl::Duration kSyncPoll = absl::Milliseconds(20);
+  // More pools than this to read in one pass: one LIST instead.
+  static constexpr size_t kListAbove = 8;
   // One pass over the pools: reads what is due; returns when the next read is due.
   absl::Time Refresh();
   void RunRefresher(std::stop_token stop);

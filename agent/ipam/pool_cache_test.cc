@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/strings.h"
 #include "gtest/gtest.h"
 #include "kube/controller/manager.h"
 #include "kube/rest/client.h"
@@ -144,6 +145,21 @@ TEST_F(PoolCacheTest, ADeletedPoolIsGone) {
   ASSERT_TRUE(kube::Client<api::SpiderIPPool>(cluster_->rest()).Delete("", name_).ok());
   ASSERT_TRUE(WaitUntil([&] { return cache.Get(name_) == nullptr && deletes.load() == 1; }));
   for (const auto& p : cache.List()) EXPECT_NE(p->metadata.name, name_);
+}
+
+// Many pools at start (a cluster of many pools): one LIST, not a GET per pool.
+TEST_F(PoolCacheTest, ManyPoolsAtStartAreListedOnce) {
+  std::vector<std::string> names = {name_};
+  for (int i = 0; i < 11; ++i) {
+    absl::StatusOr<std::string> pool = CreatePool(base::StrCat("many", i),
+                                                  base::StrCat("10.7.", i, ".0/24"),
+                                                  {base::StrCat("10.7.", i, ".1-10.7.", i, ".9")});
+    ASSERT_TRUE(pool.ok()) << pool.status();
+    names.push_back(*pool);
+  }
+  PoolCache& cache = Start({.status_refresh = absl::Hours(1)});
+  for (const std::string& n : names) EXPECT_NE(cache.Get(n), nullptr) << n;
+  EXPECT_LE(cache.reads(), 2) << "read the pools one by one";
 }
 
 // Deleted and created again under the same name (generation 1 again, a new UID): the new
