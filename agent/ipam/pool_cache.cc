@@ -55,26 +55,41 @@ absl::StatusOr<std::shared_ptr<const api::SpiderIPPool>> PoolCache::Fresh(
       return it->second.pool;
     }
   }
-  absl::StatusOr<api::SpiderIPPool> got = pools_.Get("", name);
-  if (!got.ok()) {
-    if (kube::IsNotFound(got.status())) return std::shared_ptr<const api::SpiderIPPool>();
-    return got.status();
+  absl::StatusOr<std::shared_ptr<const api::SpiderIPPool>> got = ReadAndKeep(name);
+  if (!got.ok() && kube::IsNotFound(got.status())) {
+    return std::shared_ptr<const api::SpiderIPPool>();  // gone
   }
+  return got;
+}
+
+std::shared_ptr<const api::SpiderIPPool> PoolCache::FreshOrCached(const std::string& name) {
+  absl::StatusOr<std::shared_ptr<const api::SpiderIPPool>> fresh = Fresh(name);
+  return fresh.ok() ? *fresh : Get(name);
+}
+
+absl::StatusOr<std::shared_ptr<const api::SpiderIPPool>> PoolCache::ReadAndKeep(
+    const std::string& name) {
+  absl::StatusOr<api::SpiderIPPool> got = pools_.Get("", name);
   {
     absl::MutexLock l(&mu_);
     ++reads_;
   }
-  Remember(*got);
-  return std::make_shared<const api::SpiderIPPool>(*std::move(got));
+  if (!got.ok()) return got.status();
+  auto pool = std::make_shared<const api::SpiderIPPool>(*std::move(got));
+  Keep(pool);
+  return pool;
 }
 
 void PoolCache::Remember(const api::SpiderIPPool& pool) {
-  auto now = std::make_shared<const api::SpiderIPPool>(pool);
+  Keep(std::make_shared<const api::SpiderIPPool>(pool));
+}
+
+void PoolCache::Keep(const std::shared_ptr<const api::SpiderIPPool>& now) {
   std::shared_ptr<const api::SpiderIPPool> old;
   {
     absl::MutexLock l(&mu_);
-    Copy& c = copies_[pool.metadata.name];
-    if (c.pool != nullptr && !ResourceVersionNewer(pool.metadata.resource_version,
+    Copy& c = copies_[now->metadata.name];
+    if (c.pool != nullptr && !ResourceVersionNewer(now->metadata.resource_version,
                                                    c.pool->metadata.resource_version)) {
       return;
     }
@@ -111,15 +126,8 @@ int64_t PoolCache::reads() const {
 }
 
 bool PoolCache::Read(const std::string& name) {
-  absl::StatusOr<api::SpiderIPPool> got = pools_.Get("", name);
-  {
-    absl::MutexLock l(&mu_);
-    ++reads_;
-  }
-  if (got.ok()) {
-    Remember(*got);
-    return true;
-  }
+  absl::StatusOr<std::shared_ptr<const api::SpiderIPPool>> got = ReadAndKeep(name);
+  if (got.ok()) return true;
   if (kube::IsNotFound(got.status())) return true;  // deleted meanwhile: the watch will say
   // A pool that does not decode is skipped (as an informer skips it) and read again later; one
   // that could not be read is retried soon, and the cache has not synced before it is read.

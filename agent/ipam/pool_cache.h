@@ -65,6 +65,8 @@ class PoolCache {
   // A copy at least as new as the newest resourceVersion the metadata watch has seen: read
   // (GET) when the copy is older. nullptr when the pool does not exist.
   absl::StatusOr<std::shared_ptr<const api::SpiderIPPool>> Fresh(const std::string& name);
+  // Fresh, or the cached copy when the pool cannot be read now; nullptr when it is gone.
+  std::shared_ptr<const api::SpiderIPPool> FreshOrCached(const std::string& name);
   // The pool's newest metadata (resourceVersion, annotations), nullptr if unknown.
   std::shared_ptr<const PoolMeta> Meta(const std::string& name) const;
   // Keeps `pool` when it is newer than the copy (this agent's reads and writes of it).
@@ -86,7 +88,11 @@ class PoolCache {
     absl::Time read_at = absl::InfinitePast();
     absl::Time retry_at = absl::InfinitePast();
   };
-  // Reads `name` and keeps the answer; false on an error (then retried after options_.retry).
+  // GETs `name` (counted in reads_) and keeps the answer if it is newer than the copy.
+  absl::StatusOr<std::shared_ptr<const api::SpiderIPPool>> ReadAndKeep(const std::string& name);
+  // Keeps `pool` when it is newer than the copy, and tells the handlers.
+  void Keep(const std::shared_ptr<const api::SpiderIPPool>& pool);
+  // The refresher's read of `name`; false on an error (then retried after options_.retry).
   bool Read(const std::string& name);
   // Until the metadata informer has synced (it says so after its first events, not with one).
   static constexpr absl::Duration kSyncPoll = absl::Milliseconds(20);

@@ -346,8 +346,7 @@ bool PoolWriter::OtherContainerHolds(const std::vector<std::string>& pools,
   if (container_id.empty()) return false;  // a DEL without a container frees them all
   for (const std::string& pool : pools) {
     if (blocks_.HandedToOtherContainer(pool, uid, container_id)) return true;
-    absl::StatusOr<std::shared_ptr<const api::SpiderIPPool>> fresh = caches_.pools->Fresh(pool);
-    std::shared_ptr<const api::SpiderIPPool> p = fresh.ok() ? *fresh : caches_.pools->Get(pool);
+    std::shared_ptr<const api::SpiderIPPool> p = caches_.pools->FreshOrCached(pool);
     if (p == nullptr) continue;
     absl::StatusOr<api::PoolIPAllocations> recs = p->AllocatedIPs();
     if (!recs.ok()) continue;

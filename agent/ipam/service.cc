@@ -101,8 +101,8 @@ IpamService::IpamService(std::shared_ptr<kube::RestClient> rest, ServiceOptions 
                .pods = &caches_.pods.store(),
                .synced = [this] { return Ready(); }}) {
   if (options_.registry != nullptr) RegisterMetrics(*options_.registry);
-  // The pool writer acts on pool changes (a newer version after a 409, another node's ask)
-  // and on pods scheduled here (the prewarm).
+  // The pool writer acts on pool metadata changes (another node's ask for reservations) and
+  // on pods scheduled here (the prewarm).
   caches_.pools.metadata().AddHandlers(
       {.on_add = [this](const PoolMeta& p) { writer_.OnPoolChanged(nullptr, p.metadata); },
        .on_update = [this](const PoolMeta& before, const PoolMeta& after) {
@@ -493,9 +493,9 @@ IpamService::UidRecords IpamService::RecordsOf(const std::string& uid) const {
   UidRecords out;
   for (const auto& cached : caches_.pools.List()) {
     // The newest status: records written since the copy was read count.
-    absl::StatusOr<std::shared_ptr<const api::SpiderIPPool>> fresh =
-        caches_.pools.Fresh(cached->metadata.name);
-    const std::shared_ptr<const api::SpiderIPPool> p = fresh.ok() && *fresh ? *fresh : cached;
+    const std::shared_ptr<const api::SpiderIPPool> p =
+        caches_.pools.FreshOrCached(cached->metadata.name);
+    if (p == nullptr) continue;  // deleted meanwhile
     absl::StatusOr<api::PoolIPAllocations> recs = p->AllocatedIPs();
     if (!recs.ok()) continue;
     bool holds = false;

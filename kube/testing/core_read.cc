@@ -193,11 +193,10 @@ HttpResponse Core::List(const HttpRequest& req, const Target& t) {
     r.content_type = TableContentType(*table);
     return r;
   }
-  std::string body =
-      metadata ? StrCat("{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"meta.k8s.io/",
-                        *metadata, "\",\"metadata\":{\"resourceVersion\":\"", rv, "\"")
-               : StrCat("{\"kind\":\"", t.info.list_kind, "\",\"apiVersion\":\"", av,
-                        "\",\"metadata\":{\"resourceVersion\":\"", rv, "\"");
+  const std::string list_kind = metadata ? "PartialObjectMetadataList" : t.info.list_kind;
+  const std::string list_version = metadata ? StrCat("meta.k8s.io/", *metadata) : av;
+  std::string body = StrCat("{\"kind\":\"", list_kind, "\",\"apiVersion\":\"", list_version,
+                            "\",\"metadata\":{\"resourceVersion\":\"", rv, "\"");
   if (!next_token.empty()) {
     body += StrCat(",\"continue\":\"", next_token, "\",\"remainingItemCount\":", remaining);
   }
