@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "api/codec.h"
@@ -81,5 +82,9 @@ struct SpiderEndpoint {
   }
 };
 using SpiderEndpointList = List<SpiderEndpoint>;
+
+// The CRD's selectable field (charts/spiderpool/crds, selectableFields): the node of an
+// endpoint's current pod, for a fieldSelector ("status.current.node=<node>").
+inline constexpr std::string_view kSpiderEndpointNodeField = "status.current.node";
 
 }  // namespace spiderpool::api

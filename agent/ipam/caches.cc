@@ -11,7 +11,12 @@ Caches::Caches(std::shared_ptr<kube::RestClient> rest, const CachesOptions& opti
                   .registry = options.registry}),
       pools(rest, {.registry = options.registry}),
       reserved_ips(rest, {.registry = options.registry}),
-      endpoints(rest, {.registry = options.registry}),
+      // This node's endpoints only (the CRD's selectableFields; every endpoint on an API
+      // server without them).
+      endpoints(rest, {.field_selector = base::StrCat(api::kSpiderEndpointNodeField, "=",
+                                                      options.node_name),
+                       .field_selector_fallback = true,
+                       .registry = options.registry}),
       coordinator(rest, {.field_selector = base::StrCat("metadata.name=", options.coordinator_name),
                          .registry = options.registry}) {}
 

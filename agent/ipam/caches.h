@@ -49,6 +49,7 @@ struct Caches {
   kube::Informer<api::Node> node;             // this node only (metadata.name)
   PoolCache pools;  // metadata watch + full copies read when needed (pool_cache.h)
   kube::Informer<api::SpiderReservedIP> reserved_ips;
+  // This node's (status.current.node; every node's on an API server older than 1.31).
   kube::Informer<api::SpiderEndpoint> endpoints;
   kube::Informer<api::SpiderCoordinator> coordinator;  // the one of coordinator_name
 };

@@ -309,6 +309,22 @@ TEST_P(ServiceTest, ManyAgentsAllocateInParallelWithoutDuplicates) {
   }
   EXPECT_EQ(ips.size(), pods.size()) << "duplicate IP handed out";
   EXPECT_EQ(Records("shared").size(), pods.size());
+  // Each agent caches its own node's endpoints only (the CRD's selectableFields).
+  ASSERT_EQ(services_.size(), 2u);
+  for (size_t n = 0; n < services_.size(); ++n) {
+    const TestAgent* agent = services_[n].get();
+    const std::string node = Node(n == 0 ? "a" : "b");
+    for (int i = 0; i < 300 && agent->caches.endpoints.store().Size() < kPerNode; ++i) {
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+    std::vector<std::shared_ptr<const api::SpiderEndpoint>> cached =
+        agent->caches.endpoints.store().List();
+    EXPECT_EQ(cached.size(), static_cast<size_t>(kPerNode)) << node;
+    for (const auto& ep : cached) {
+      ASSERT_TRUE(ep->status.has_value());
+      EXPECT_EQ(ep->status->current.node, node) << ep->metadata.name;
+    }
+  }
   // The pool is now full: one more pod fails with a message naming it, and leaves nothing.
   api::Pod extra = CreatePod("extra", "a");
   auto r = a.Allocate(Add(extra), Deadline());

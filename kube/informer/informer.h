@@ -44,6 +44,7 @@ struct InformerOptions {
   std::string namespace_;  // "" = all
   std::string label_selector;
   std::string field_selector;
+  bool field_selector_fallback = false;  // see ReflectorOptions
   int64_t page_size = 500;
   // Re-delivers every cached object as on_update(obj, obj) this often; zero = never.
   absl::Duration resync_period = absl::ZeroDuration();
@@ -72,6 +73,7 @@ class Informer : public ReflectorSink {
                    ReflectorOptions{.namespace_ = options_.namespace_,
                                     .label_selector = options_.label_selector,
                                     .field_selector = options_.field_selector,
+                                    .field_selector_fallback = options_.field_selector_fallback,
                                     .page_size = options_.page_size,
                                     .metadata_only = kMetadataOnly,
                                     .clock = options_.clock},

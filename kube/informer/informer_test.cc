@@ -132,6 +132,34 @@ TEST(Informer, ListsWatchesAndIndexes) {
   EXPECT_EQ(inf.reflector().stats().lists, 1u);
 }
 
+// A field selector the server refuses (ConfigMaps have no selectable data.k, as a CRD's
+// selectableFields on an API server older than 1.31): with field_selector_fallback the
+// informer lists and watches without it; without, it never syncs.
+TEST(Informer, FallsBackWhenTheServerRefusesTheFieldSelector) {
+  Fixture f;
+  f.SetUp();
+  f.Create("fs-a", "1");
+  f.Create("fs-b", "2");
+  Informer<api::ConfigMap> strict(f.cluster->rest(), {.namespace_ = f.cluster->ns(),
+                                                      .label_selector = kOurs,
+                                                      .field_selector = "data.k=1"});
+  std::jthread ts([&](std::stop_token s) { strict.Run(s); });
+  EXPECT_FALSE(strict.WaitForCacheSync(absl::Seconds(2)));
+
+  Recorder rec;
+  Informer<api::ConfigMap> inf(f.cluster->rest(), {.namespace_ = f.cluster->ns(),
+                                                   .label_selector = kOurs,
+                                                   .field_selector = "data.k=1",
+                                                   .field_selector_fallback = true});
+  inf.AddHandlers(rec.Handlers());
+  std::jthread t([&](std::stop_token s) { inf.Run(s); });
+  ASSERT_TRUE(inf.WaitForCacheSync(absl::Seconds(30)));
+  EXPECT_EQ(inf.store().Size(), 2u) << "every object: the selector was dropped";
+  f.Create("fs-c", "3");
+  ASSERT_TRUE(rec.WaitFor("add " + f.cluster->ns() + "/fs-c")) << "and the watch runs without it";
+  EXPECT_EQ(inf.reflector().stats().lists, 1u);
+}
+
 TEST(Informer, ResumesAfterADroppedWatchWithoutRelisting) {
   Fixture f;
   f.SetUp();

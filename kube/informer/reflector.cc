@@ -1,5 +1,6 @@
 #include "kube/informer/reflector.h"
 
+#include "absl/strings/match.h"
 #include "base/log.h"
 #include "kube/rest/errors.h"
 
@@ -84,6 +85,18 @@ absl::Status Reflector::WatchOnce(std::stop_token stop) {
       stop);
 }
 
+bool Reflector::DropRefusedFieldSelector(const absl::Status& s) {
+  if (!options_.field_selector_fallback || options_.field_selector.empty() ||
+      !kube::IsBadRequest(s) || !absl::StrContains(s.message(), "field label not supported")) {
+    return false;
+  }
+  SP_LOG(Warning).Msg("field selector not supported by the API server; watching every object")
+      .KV("resource", client_.resource().GroupResource())
+      .KV("fieldSelector", options_.field_selector).KV("err", s.ToString());
+  options_.field_selector.clear();  // only Run's thread reads it
+  return true;
+}
+
 void Reflector::Run(std::stop_token stop) {
   base::Backoff backoff(options_.backoff);
   bool need_list = true;
@@ -91,6 +104,7 @@ void Reflector::Run(std::stop_token stop) {
   while (!stop.stop_requested()) {
     if (need_list) {
       absl::Status s = ListAndReplace();
+      if (!s.ok() && DropRefusedFieldSelector(s)) continue;
       if (!s.ok()) {
         SP_LOG(Warning).Msg("list failed").KV("resource", what).KV("err", s.ToString());
         if (!clock_.SleepFor(backoff.Next(), stop)) return;
@@ -105,7 +119,7 @@ void Reflector::Run(std::stop_token stop) {
       backoff.Reset();
       continue;  // the stream ended (timeout, dropped): resume from the last resourceVersion
     }
-    if (kube::IsGone(s)) {
+    if (kube::IsGone(s) || DropRefusedFieldSelector(s)) {
       SP_LOG(Info).Msg("watch expired, relisting").KV("resource", what)
           .KV("rv", LastSyncResourceVersion());
       need_list = true;

@@ -6,6 +6,7 @@
 //   the last seen resourceVersion; when the stream ends or drops, the watch RESUMES from it —
 //   no relist, so a flapping connection costs no list of 10k objects.
 // - 410 Gone (the watch request, or an ERROR event with a 410 Status): relist.
+// - A refused field selector with field_selector_fallback: list again without it.
 // - Other failures back off (800ms doubling to 30s, jittered) on the injected clock.
 
 #include <atomic>
@@ -36,6 +37,10 @@ struct ReflectorOptions {
   std::string namespace_;  // "" = all namespaces (or a cluster-scoped resource)
   std::string label_selector;
   std::string field_selector;
+  // When the server refuses field_selector (400 `field label not supported`: a custom
+  // resource's selectableFields on an API server older than 1.31, which prunes them), list
+  // and watch without it: the sink then sees every object and must filter itself.
+  bool field_selector_fallback = false;
   int64_t page_size = 500;
   // List and watch only the objects' metadata (PartialObjectMetadata).
   bool metadata_only = false;
@@ -65,6 +70,8 @@ class Reflector {
   absl::Status ListAndReplace();
   // Watches from last_rv_ until the stream ends; returns why it ended.
   absl::Status WatchOnce(std::stop_token stop);
+  // field_selector_fallback: true (and the selector dropped) if `s` refused the selector.
+  bool DropRefusedFieldSelector(const absl::Status& s);
   void SetLastRV(std::string rv);
 
   DynamicClient client_;

@@ -124,6 +124,93 @@ TEST_F(ApiServerTest, CrdValidation) {
   EXPECT_EQ(client_->Get("/apis/example.com/v1").status, 404);
 }
 
+// KEP-4358: a CRD version's selectableFields may be named in field selectors of LIST and
+// WATCH; an absent field reads as ""; any other field is refused, as on a server (or a CRD)
+// without them.
+TEST_F(ApiServerTest, CrdSelectableFields) {
+  const std::string crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+  Json crd = Crd("example.com", "gadgets", "Gadget", "Namespaced", false);
+  crd["spec"]["versions"][0]["selectableFields"] = {{{"jsonPath", ".status.phase"}}};
+  MustCreate(crds, crd);
+  const std::string path = "/apis/example.com/v1/namespaces/default/gadgets";
+  auto gadget = [](const std::string& name, const std::string& phase) {
+    Json g = {{"metadata", {{"name", name}}}};
+    if (!phase.empty()) g["status"] = {{"phase", phase}};
+    return g;
+  };
+  MustCreate(path, gadget("a", "on"));
+  MustCreate(path, gadget("b", "off"));
+  MustCreate(path, gadget("c", ""));
+  auto names = [&](const std::string& selector) {
+    HttpResult r = client_->Get(path + "?fieldSelector=" + selector);
+    EXPECT_EQ(r.status, 200) << r.raw;
+    std::vector<std::string> out;
+    for (const Json& i : r.body.value("items", Json::array())) out.push_back(i["metadata"]["name"]);
+    return out;
+  };
+  EXPECT_THAT(names("status.phase%3Don"), ::testing::ElementsAre("a"));
+  EXPECT_THAT(names("status.phase!%3Don"), ::testing::ElementsAre("b", "c"));
+  EXPECT_THAT(names("status.phase%3D"), ::testing::ElementsAre("c"));
+  EXPECT_THAT(names("status.phase%3Don,metadata.name%3Da"), ::testing::ElementsAre("a"));
+  HttpResult refused = client_->Get(path + "?fieldSelector=spec.replicas%3D1");
+  EXPECT_EQ(refused.status, 400) << refused.raw;
+  EXPECT_EQ(refused.body["message"], "field label not supported: spec.replicas");
+
+  // A watch sees an object come in and go out of the selection.
+  WatchReader w(*client_, path + "?watch=1&fieldSelector=status.phase%3Don");
+  auto initial = w.Next();
+  ASSERT_TRUE(initial);
+  EXPECT_EQ((*initial)["object"]["metadata"]["name"], "a");
+  ASSERT_TRUE(server_->WaitForWatches(1));
+  ASSERT_EQ(client_->Patch(path + "/b", {{"status", {{"phase", "on"}}}}).status, 200);
+  auto in = w.NextNonBookmark();
+  ASSERT_TRUE(in);
+  EXPECT_EQ((*in)["type"], "ADDED");
+  EXPECT_EQ((*in)["object"]["metadata"]["name"], "b");
+  ASSERT_EQ(client_->Patch(path + "/a", {{"status", {{"phase", "off"}}}}).status, 200);
+  auto out = w.NextNonBookmark();
+  ASSERT_TRUE(out);
+  EXPECT_EQ((*out)["type"], "DELETED");
+  EXPECT_EQ((*out)["object"]["metadata"]["name"], "a");
+
+  // Without selectableFields only metadata.name and metadata.namespace.
+  MustCreate(crds, Crd("example.com", "widgets", "Widget", "Namespaced", false));
+  HttpResult plain = client_->Get(
+      "/apis/example.com/v1/namespaces/default/widgets?fieldSelector=status.phase%3Don");
+  EXPECT_EQ(plain.status, 400) << plain.raw;
+  EXPECT_EQ(plain.body["message"], "field label not supported: status.phase");
+}
+
+TEST_F(ApiServerTest, CrdSelectableFieldsValidation) {
+  const std::string crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+  auto rejected = [&](Json fields) {
+    Json crd = Crd("example.com", "gadgets", "Gadget", "Namespaced", false);
+    crd["spec"]["versions"][0]["selectableFields"] = std::move(fields);
+    HttpResult r = client_->Post(crds, crd);
+    EXPECT_EQ(r.status, 422) << r.raw;
+    return r.body["details"]["causes"][0].value("message", "") + " @ " +
+           r.body["details"]["causes"][0].value("field", "");
+  };
+  EXPECT_EQ(rejected({{{"jsonPath", ".status.nope"}}}),
+            "Invalid value: \".status.nope\": is an invalid path @ "
+            "spec.versions[0].selectableFields[0].jsonPath");
+  EXPECT_THAT(rejected({{{"jsonPath", ".spec.ips[0]"}}}), HasSubstr("is an invalid path"));
+  EXPECT_THAT(rejected({{{"jsonPath", "status.phase"}}}), HasSubstr("is an invalid path"));
+  EXPECT_THAT(rejected({{{"jsonPath", ".spec.ips"}}}),
+              HasSubstr("must point to a field of type string, boolean or integer"));
+  EXPECT_THAT(rejected({{{"jsonPath", ".spec"}}}),
+              HasSubstr("must point to a field of type string, boolean or integer"));
+  EXPECT_THAT(rejected({{{"jsonPath", ".metadata.name"}}}),
+              HasSubstr("must not point to fields in metadata"));
+  EXPECT_THAT(rejected({Json::object()}), HasSubstr("Required value"));
+  EXPECT_THAT(rejected({{{"jsonPath", ".status.phase"}}, {{"jsonPath", ".status.phase"}}}),
+              HasSubstr("Duplicate value: \".status.phase\""));
+  Json nine = Json::array();
+  for (int i = 0; i < 9; ++i) nine.push_back({{"jsonPath", ".spec.replicas"}});
+  EXPECT_THAT(rejected(nine), HasSubstr("Too many: 9: must have at most 8 items"));
+  EXPECT_EQ(client_->Get("/apis/example.com/v1").status, 404);
+}
+
 TEST_F(ApiServerTest, CrdDeleteRemovesObjectsAndEndpoint) {
   const std::string crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
   MustCreate(crds, Crd("example.com", "widgets", "Widget", "Namespaced", false));

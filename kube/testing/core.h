@@ -221,6 +221,8 @@ class Core {
   struct VersionState {
     ResourceInfo info;  // version-specific view (has_status may differ)
     SchemaValidator validator;
+    // A CRD version's selectableFields, without the leading dot ("status.current.node").
+    std::vector<std::string> selectable_fields;
   };
   struct Event {
     std::string type;
@@ -263,6 +265,7 @@ class Core {
     // Resolved for kResource:
     ResourceInfo info;
     bool custom = false;
+    std::vector<std::string> selectable_fields;  // the CRD version's (VersionState)
     std::string ApiVersion() const { return group.empty() ? version : group + "/" + version; }
   };
   struct WriteCtx;

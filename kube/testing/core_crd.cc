@@ -19,6 +19,84 @@ using base::StrCat;
 
 // ---- CustomResourceDefinitions ----
 
+namespace {
+
+// KEP-4358 (GA in 1.32): at most 8 selectableFields per version, each a simple JSON path
+// (".a.b", no array notation) outside metadata to a string, boolean or integer field of the
+// version's schema, no path twice.
+constexpr size_t kMaxSelectableFields = 8;
+
+void ValidateSelectableFields(const Json& version, const Json& schema, const std::string& path,
+                              std::vector<FieldError>* errs) {
+  if (!version.contains("selectableFields")) return;
+  const Json& fields = version["selectableFields"];
+  const std::string fpath = path + ".selectableFields";
+  if (!fields.is_array()) {
+    errs->push_back(FieldInvalid(fpath, "{...}", "must be a list"));
+    return;
+  }
+  if (fields.size() > kMaxSelectableFields) {
+    errs->push_back({"FieldValueTooMany", fpath,
+                     StrCat("Too many: ", fields.size(), ": must have at most ",
+                            kMaxSelectableFields, " items")});
+  }
+  std::set<std::string> seen;
+  for (size_t i = 0; i < fields.size(); ++i) {
+    const std::string jpath = StrCat(fpath, "[", i, "].jsonPath");
+    const std::string jp = fields[i].is_object() ? Str(fields[i], "jsonPath") : std::string();
+    if (jp.empty()) {
+      errs->push_back(FieldRequired(jpath, ""));
+      continue;
+    }
+    bool valid = jp.size() > 1 && jp[0] == '.' && jp.find_first_of("[]*") == std::string::npos;
+    if (valid && (jp == ".metadata" || jp.rfind(".metadata.", 0) == 0)) {
+      errs->push_back(FieldInvalid(jpath, Quote(jp), "must not point to fields in metadata"));
+      continue;
+    }
+    const Json* at = &schema;
+    for (size_t start = 1; valid && start <= jp.size();) {
+      size_t dot = jp.find('.', start);
+      std::string key = jp.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+      const Json* props = at->is_object() && at->contains("properties") ? &(*at)["properties"]
+                                                                        : nullptr;
+      if (key.empty() || props == nullptr || !props->is_object() || !props->contains(key)) {
+        valid = false;
+        break;
+      }
+      at = &(*props)[key];
+      if (dot == std::string::npos) break;
+      start = dot + 1;
+    }
+    if (!valid) {
+      errs->push_back(FieldInvalid(jpath, Quote(jp), "is an invalid path"));
+      continue;
+    }
+    const std::string type = at->is_object() ? Str(*at, "type") : std::string();
+    if (type != "string" && type != "boolean" && type != "integer") {
+      errs->push_back(FieldInvalid(jpath, Quote(jp),
+                                   "must point to a field of type string, boolean or integer. "
+                                   "Enum string fields and strings with formats are allowed"));
+      continue;
+    }
+    if (!seen.insert(jp).second) {
+      errs->push_back({"FieldValueDuplicate", jpath, StrCat("Duplicate value: ", Quote(jp))});
+    }
+  }
+}
+
+// The fields a version's field selectors may name (validated above), without the leading dot.
+std::vector<std::string> SelectableFieldsOf(const Json& version) {
+  std::vector<std::string> out;
+  if (!version.contains("selectableFields") || !version["selectableFields"].is_array()) return out;
+  for (const Json& f : version["selectableFields"]) {
+    std::string jp = f.is_object() ? Str(f, "jsonPath") : std::string();
+    if (jp.size() > 1) out.push_back(jp.substr(1));
+  }
+  return out;
+}
+
+}  // namespace
+
 void Core::SetCrdStatus(Json* crd, const Json* old) const {
   const Json& spec = (*crd)["spec"];
   const Json& names = spec.is_object() ? spec.value("names", Json::object()) : Json::object();
@@ -155,6 +233,7 @@ std::optional<ApiStatus> Core::PlanCrd(const Json& crd,
         errs.push_back(FieldRequired(path + ".schema.openAPIV3Schema", "schemas are required"));
         continue;
       }
+      ValidateSelectableFields(v, *schema, path, &errs);
       if (factory) {
         auto validator = factory(*schema);
         if (!validator.ok()) {
@@ -213,7 +292,8 @@ std::optional<ApiStatus> Core::ApplyCrdLocked(
     rs.singular = info.singular;
     rs.list_kind = info.list_kind;
     auto vit = validators.find(vname);
-    rs.versions[vname] = VersionState{info, vit == validators.end() ? nullptr : vit->second};
+    rs.versions[vname] = VersionState{info, vit == validators.end() ? nullptr : vit->second,
+                                      SelectableFieldsOf(v)};
   }
   return std::nullopt;
 }

@@ -192,6 +192,7 @@ std::optional<ApiStatus> Core::ResolveLocked(Target* t) {
   }
   t->info = v->second.info;
   t->custom = rs->custom;
+  t->selectable_fields = v->second.selectable_fields;
   return std::nullopt;
 }
 

@@ -88,7 +88,7 @@ HttpResponse Core::Get(const HttpRequest& req, const Target& t) {
 
 HttpResponse Core::List(const HttpRequest& req, const Target& t) {
   Selectors sel;
-  if (auto err = ParseSelectors(req, t.info, t.custom, &sel)) return StatusResp(*err);
+  if (auto err = ParseSelectors(req, t.info, t.custom, t.selectable_fields, &sel)) return StatusResp(*err);
   int64_t limit = 0;
   std::string limit_s = Param(req, "limit");
   if (!limit_s.empty() && (!ParseInt(limit_s, &limit) || limit < 0)) limit = 0;
@@ -217,7 +217,7 @@ HttpResponse Core::List(const HttpRequest& req, const Target& t) {
 
 HttpResponse Core::Watch(const HttpRequest& req, const Target& t) {
   Selectors sel;
-  if (auto err = ParseSelectors(req, t.info, t.custom, &sel)) return StatusResp(*err);
+  if (auto err = ParseSelectors(req, t.info, t.custom, t.selectable_fields, &sel)) return StatusResp(*err);
   if (t.legacy_watch && !t.name.empty()) {
     std::string fs = Param(req, "fieldSelector");
     auto merged = api::FieldSelector::Parse(

@@ -308,16 +308,14 @@ std::string RenderAs(const Stored& s, const std::string& api_version) {
 
 
 std::optional<ApiStatus> ParseSelectors(const HttpRequest& req, const ResourceInfo& info,
-                                        bool custom, Selectors* out) {
+                                        bool custom, const std::vector<std::string>& selectable,
+                                        Selectors* out) {
   auto ls = api::Selector::Parse(Param(req, "labelSelector"));
   if (!ls.ok()) return BadRequestStatus(base::FromAbsl(ls.status().message()));
   auto fs = api::FieldSelector::Parse(Param(req, "fieldSelector"));
   if (!fs.ok()) return BadRequestStatus(base::FromAbsl(fs.status().message()));
   for (const api::FieldRequirement& r : fs->requirements()) {
-    if (!FieldSelectable(info, custom, r.field)) {
-      if (custom) {
-        return BadRequestStatus(StrCat("field label not supported: ", r.field));
-      }
+    if (!FieldSelectable(info, custom, selectable, r.field)) {
       return BadRequestStatus(StrCat("field label not supported: ", r.field));
     }
   }

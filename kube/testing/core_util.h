@@ -73,9 +73,11 @@ struct Selectors {
   api::Selector labels;
   api::FieldSelector fields;
 };
-// labelSelector / fieldSelector query parameters (400 on bad syntax or unsupported fields).
+// labelSelector / fieldSelector query parameters (400 on bad syntax or unsupported fields;
+// `selectable` = a CRD version's selectableFields).
 std::optional<ApiStatus> ParseSelectors(const HttpRequest& req, const ResourceInfo& info,
-                                        bool custom, Selectors* out);
+                                        bool custom, const std::vector<std::string>& selectable,
+                                        Selectors* out);
 bool StoredMatches(const Stored& s, const Selectors& sel);
 
 }  // namespace spiderpool::kube::testing::internal

@@ -576,7 +576,7 @@ HttpResponse Core::Delete(const HttpRequest& req, const Target& t) {
 
 HttpResponse Core::DeleteCollection(const HttpRequest& req, const Target& t) {
   Selectors sel;
-  if (auto err = ParseSelectors(req, t.info, t.custom, &sel)) return StatusResp(*err);
+  if (auto err = ParseSelectors(req, t.info, t.custom, t.selectable_fields, &sel)) return StatusResp(*err);
   std::vector<std::string> names;
   {
     std::lock_guard<std::mutex> l(mu_);

@@ -102,9 +102,10 @@ bool VersionPriorityLess(std::string_view a, std::string_view b) {
   return na > nb;
 }
 
-bool FieldSelectable(const ResourceInfo& info, bool custom, std::string_view field) {
+bool FieldSelectable(const ResourceInfo& info, bool custom,
+                     const std::vector<std::string>& selectable, std::string_view field) {
   if (field == "metadata.name" || field == "metadata.namespace") return true;
-  if (custom) return false;
+  if (custom) return std::find(selectable.begin(), selectable.end(), field) != selectable.end();
   static const std::vector<std::tuple<std::string_view, std::string_view, std::string_view>>
       kFields = {
           {"", "pods", "spec.nodeName"},

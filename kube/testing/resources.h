@@ -23,8 +23,10 @@ ResourceInfo Normalized(ResourceInfo info);
 // before b.
 bool VersionPriorityLess(std::string_view a, std::string_view b);
 
-// Field selector support: true if `field` may be used in a fieldSelector for the resource.
-bool FieldSelectable(const ResourceInfo& info, bool custom, std::string_view field);
+// Field selector support: true if `field` may be used in a fieldSelector for the resource
+// (a custom resource: metadata.name, metadata.namespace and its version's selectableFields).
+bool FieldSelectable(const ResourceInfo& info, bool custom,
+                     const std::vector<std::string>& selectable, std::string_view field);
 // The value of a dotted field path ("spec.nodeName") as a string; nullopt if absent.
 std::optional<std::string> FieldValue(const base::Json& object, std::string_view path);
 
