@@ -672,14 +672,17 @@ void NodeBlocks::Loop(std::stop_token stop) {
           continue;
         }
         SyncWhat what;
+        // A pool that many nodes write gets fewer background writes from each: every one
+        // rewrites all of its records and fails the other nodes' writes in flight with 409.
+        const int64_t crowd = std::max<int64_t>(1, b.pool_nodes / kNodesPerFlushWindow);
         if (!b.assigned.empty()) {
-          const absl::Time at = std::min(b.last_take + options_.flush_after,
-                                         b.first_unflushed + options_.max_flush_delay);
+          const absl::Time at = std::min(b.last_take + options_.flush_after * crowd,
+                                         b.first_unflushed + options_.max_flush_delay * crowd);
           if (now >= at) what.flush = true; else next = std::min(next, at);
         }
         // Records of DELs that returned already: batched over `flush_after`.
         if (!b.pending_releases.empty()) {
-          const absl::Time at = b.first_pending + options_.flush_after;
+          const absl::Time at = b.first_pending + options_.flush_after * crowd;
           if (now >= at || what.flush) what.free_records = true; else next = std::min(next, at);
         }
         if (what.free_records && !b.assigned.empty()) what.flush = true;
@@ -725,6 +728,7 @@ void NodeBlocks::Loop(std::stop_token stop) {
             wanted_here ? static_cast<int64_t>(b.free.size()) - KeepForWaitingLocked(b) : 0;
         if (wanted_surplus > 0) {
           what.release_some = wanted_surplus;
+          what.asked = true;
           what.topup = false;
         } else if (!what.topup && (!b.free.empty() || !b.releasing.empty())) {
           absl::Time at =
@@ -749,6 +753,11 @@ void NodeBlocks::Loop(std::stop_token stop) {
             if (tight && hooks_.waiting_pods && surplus > 0) what.release_some = surplus;
           }
         }
+        // Give-backs of an earlier write that stepped back after a 409 or failed: again now,
+        // not when this node next turns idle. Meanwhile nobody can use those IPs (out of the
+        // block, still reserved in the pool): an asked-for give-back that yielded while this
+        // node kept serving ADDs stayed stuck there, and the asker failed the pool as full.
+        if (!b.releasing.empty()) what.give_back = true;
         if (what.flush || what.topup || what.release || what.release_some > 0 ||
             what.give_back || what.free_records) {
           due.emplace_back(pool, what);
@@ -759,14 +768,16 @@ void NodeBlocks::Loop(std::stop_token stop) {
     for (const auto& [pool, what] : due) {
       // These writes wait for nobody: on a 409 they step back for a random moment instead of
       // joining the other losers' immediate retry, unless they have lost too often in a row.
-      // Nor does a top-up of a block about to run dry: ADDs would soon wait for it.
+      // Nor does a top-up of a block about to run dry (ADDs would soon wait for it), nor a
+      // give-back another node asked for (its ADD waits for it: with 50 nodes writing one
+      // pool, a yielding give-back lost every race and the asker failed the pool as full).
       bool urgent = false;
       bool prewarming = false;
       {
         absl::MutexLock l(&mu_);
         const Block& b = blocks_[pool];
         prewarming = !b.prewarm_done && b.prewarm_at != absl::InfiniteFuture() && what.topup;
-        urgent = b.yields_in_a_row >= kMaxYields ||
+        urgent = b.yields_in_a_row >= kMaxYields || what.asked ||
                  (what.topup && !prewarming && static_cast<int64_t>(b.free.size()) * 4 < b.share);
       }
       const auto on_conflict =
@@ -779,6 +790,7 @@ void NodeBlocks::Loop(std::stop_token stop) {
         b.standing_at = clock_->Now() + kStandingRefill;
       }
       if (absl::IsAborted(s)) {
+        ++stats_.yielded;
         ++b.yields_in_a_row;
         b.retry_at = clock_->Now() + YieldPause();
         continue;

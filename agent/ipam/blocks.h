@@ -24,7 +24,8 @@
 //      node's.
 //   3. In the background the reservation is turned into the pod's record (one write for every
 //      assignment made meanwhile, after `flush_after` without new ones, at most
-//      `max_flush_delay` after the first), and reservations unused for `idle_release` go back
+//      `max_flush_delay` after the first; both longer in a pool shared by more than
+//      kNodesPerFlushWindow nodes), and reservations unused for `idle_release` go back
 //      to the pool (after `tight_idle_release` when the pool has no unreserved IP left, so that
 //      other nodes waiting for one get it quickly; then also at once, while busy, whatever the
 //      pods waiting here will not need). These background writes step back for a random
@@ -265,8 +266,16 @@ class NodeBlocks {
     int64_t lost = 0;        // assignments whose reservation had vanished (logged)
     int64_t prewarmed = 0;   // blocks reserved before the pool's first ADD here
     int64_t released_in_background = 0;  // pod records freed after their DEL returned
+    int64_t yielded = 0;     // background writes that stepped back after a 409
   };
   Stats stats() const;
+
+  // The flush windows (`flush_after`, `max_flush_delay`) are for a pool shared by up to this
+  // many nodes; they grow with the nodes beyond, so that the pool gets about as many
+  // background writes a second from 50 nodes as from 10 (each one O(the pool's records), and
+  // a 409 for every other write in flight): 50 nodes sharing a pool flush every 50 s at most
+  // while ADDs keep coming, and 1.5 s after the last ADD or DEL.
+  static constexpr int64_t kNodesPerFlushWindow = 10;
 
  private:
   struct Block {
@@ -326,6 +335,9 @@ class NodeBlocks {
     // Stop(): also this node's reservations the block does not track (a write reported failed
     // that landed; TopUp would have adopted them), unless handed out.
     bool release_untracked = false;
+    // Another node's ADD asked for idle reservations (the pool's wanted mark): it waits for
+    // this give-back, so the write retries its 409s like an ADD's instead of yielding.
+    bool asked = false;
   };
   absl::Status Sync(const std::string& pool, SyncWhat what, absl::Time deadline,
                     PoolCommitter::OnConflict on_conflict = PoolCommitter::OnConflict::kRetry);

@@ -33,9 +33,16 @@ class HeldStore : public PoolStore {
       entered_.Notify();
       release_.WaitForNotification();
     }
+    if (conflict_once_.exchange(false)) {  // another writer lands first: this write gets 409
+      absl::StatusOr<api::SpiderIPPool> other = pools_.Patch(
+          "", pool.metadata.name, kube::PatchType::kMerge,
+          {{"metadata", {{"labels", {{"blocks-test/bumped", "true"}}}}}});
+      if (!other.ok()) return other.status();
+    }
     return pools_.UpdateStatus(pool);
   }
   std::atomic<bool> armed_{false};
+  std::atomic<bool> conflict_once_{false};
   absl::Notification entered_, release_;
 
  private:
@@ -289,6 +296,117 @@ TEST_F(BlocksTest, AFlushCountsThePodsItRecordsOnceInTheFairPart) {
       << "node-c asked, but nothing was given back";
   EXPECT_EQ(ReservedInPool().size(), 3u)
       << "the keeper kept less than the fair part for this node's waiting pods";
+}
+
+// A give-back another node asked for is what that node's ADD waits for: on a 409 it retries
+// at once like an ADD's write instead of stepping back (50 nodes writing one pool: the
+// yielding give-backs lost race after race and the askers failed their pods, pool "full").
+TEST_F(BlocksTest, AGiveBackAnotherNodeAskedForRetriesItsConflicts) {
+  auto asked = std::make_shared<std::atomic<bool>>(false);
+  blocks_ = std::make_unique<NodeBlocks>(
+      kNode,
+      BlockOptions{.max_block = 16, .idle_release = absl::Hours(1),
+                   .tight_idle_release = absl::Hours(1)},
+      committer_.get(),
+      EighteenWaiting([asked](const std::string&) {
+        return *asked ? std::string("node-c") : std::string();
+      }),
+      nullptr);
+  std::vector<base::IPAddress> reserved;
+  ASSERT_TRUE(committer_
+                  ->Run(pool_name_,
+                        [&](PoolBook& book) {
+                          for (const char* uid : {"b0", "b1"}) {
+                            absl::Status s = book.state.Allocate(
+                                {.pod = base::StrCat("ns/", uid), .pod_uid = uid, .node = "node-b"})
+                                                 .status();
+                            if (!s.ok()) return s;
+                          }
+                          book.dirty = true;
+                          blocks_->TopUp(pool_name_, book.state, &reserved, &book.dirty);
+                          return absl::OkStatus();
+                        },
+                        absl::Now() + absl::Seconds(30), PoolCommitter::OnConflict::kRetry,
+                        [&] { blocks_->AddReserved(pool_name_, reserved); })
+                  .ok());
+  ASSERT_EQ(reserved.size(), 10u);
+  for (int i = 0; i < 4; ++i) {
+    const std::string uid = base::StrCat("wait-", i);
+    ASSERT_TRUE(blocks_
+                    ->Take(pool_name_, {.pod = "ns/" + uid, .pod_uid = uid, .node = kNode},
+                           [](const base::IPAddress&) { return true; }, absl::Now() + absl::Seconds(1))
+                    .has_value());
+  }
+  *asked = true;
+  ASSERT_TRUE(blocks_->Flush(pool_name_, absl::Now() + absl::Seconds(30)).ok());
+  ASSERT_EQ(ReservedInPool().size(), 6u);
+  store_->conflict_once_ = true;  // the give-back's first write loses a race
+  blocks_->Start();
+  EXPECT_TRUE(base::testing::WaitUntil([&] { return ReservedInPool().size() == 3u; },
+                                       absl::Seconds(10)))
+      << "node-c asked, but the surplus was not given back";
+  EXPECT_FALSE(store_->conflict_once_) << "the give-back never met its 409";
+  EXPECT_EQ(blocks_->stats().yielded, 0) << "the asked-for give-back stepped back after its 409";
+}
+
+// A pool that many nodes share gets fewer background writes from each: the flush windows
+// grow with the nodes its records name (kNodesPerFlushWindow per window), so 50 nodes write
+// a shared pool about as often as 10.
+TEST_F(BlocksTest, AFlushWaitsLongerInAPoolManyNodesShare) {
+  blocks_ = std::make_unique<NodeBlocks>(
+      kNode,
+      BlockOptions{.max_block = 4, .flush_after = absl::Seconds(1),
+                   .max_flush_delay = absl::Seconds(1), .idle_release = absl::Hours(1),
+                   .tight_idle_release = absl::Hours(1)},
+      committer_.get(),
+      NodeBlocks::Hooks{.cached_pool = [](const std::string&) { return nullptr; },
+                        .endpoint_ips = [](const std::string&) {
+                          return std::map<base::IPAddress, sp::AllocationRequest>{};
+                        },
+                        .build = Build},
+      nullptr);
+  absl::StatusOr<std::string> crowded =
+      CreatePool("crowded", "10.10.0.0/24", {"10.10.0.1-10.10.0.100"});
+  ASSERT_TRUE(crowded.ok()) << crowded.status();
+  // 2 × kNodesPerFlushWindow nodes name the pool: 19 others' pods and this node.
+  std::vector<base::IPAddress> reserved;
+  ASSERT_TRUE(committer_
+                  ->Run(*crowded,
+                        [&](PoolBook& book) {
+                          for (int i = 0; i < 2 * NodeBlocks::kNodesPerFlushWindow - 1; ++i) {
+                            const std::string n = base::StrCat(i);
+                            absl::Status s = book.state.Allocate({.pod = "ns/o" + n,
+                                                                  .pod_uid = "o" + n,
+                                                                  .node = "node-o" + n})
+                                                 .status();
+                            if (!s.ok()) return s;
+                          }
+                          book.dirty = true;
+                          blocks_->TopUp(*crowded, book.state, &reserved, &book.dirty, "uid-0");
+                          return absl::OkStatus();
+                        },
+                        absl::Now() + absl::Seconds(30), PoolCommitter::OnConflict::kRetry,
+                        [&] { blocks_->AddReserved(*crowded, reserved); })
+                  .ok());
+  ASSERT_FALSE(reserved.empty());
+  const sp::AllocationRequest pod{.pod = "ns/p", .pod_uid = "uid-p", .node = kNode};
+  const absl::Time taken = absl::Now();
+  std::optional<base::IPAddress> ip = blocks_->Take(
+      *crowded, pod, [](const base::IPAddress&) { return true; }, absl::Now() + absl::Seconds(1));
+  ASSERT_TRUE(ip.has_value());
+  blocks_->Start();
+  auto recorded = [&] {
+    auto got = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", *crowded);
+    if (!got.ok()) return false;
+    absl::StatusOr<sp::PoolState> st = Build(*got);
+    const api::PoolIPAllocation* rec = st.ok() ? st->RecordOf(*ip) : nullptr;
+    return rec != nullptr && rec->pod_uid == "uid-p";
+  };
+  // Not after flush_after (1 s): after 2 × 1 s at the earliest.
+  absl::SleepFor(taken + absl::Milliseconds(1500) - absl::Now());
+  EXPECT_FALSE(recorded()) << "flushed within the window of a pool of up to 10 nodes";
+  EXPECT_TRUE(base::testing::WaitUntil(recorded, absl::Seconds(20))) << "never flushed";
+  EXPECT_GE(absl::Now() - taken, absl::Seconds(2));
 }
 
 // Many nodes whose ADDs find a pool full: one fresh ask serves them all (the owners of idle
