@@ -294,6 +294,12 @@ void NodeBlocks::Forget(const std::string& uid) {
   written_.erase(uid);
 }
 
+bool NodeBlocks::HasFree(const std::string& pool) {
+  absl::MutexLock l(&mu_);
+  auto it = blocks_.find(pool);
+  return it != blocks_.end() && !it->second.free.empty();
+}
+
 bool NodeBlocks::HasUnflushed(const std::string& pool, const std::string& uid) {
   absl::MutexLock l(&mu_);
   auto it = blocks_.find(pool);

@@ -227,6 +227,8 @@ class NodeBlocks {
 
   // `uid` has IPs of `pool` that are still reservations in the pool status.
   bool HasUnflushed(const std::string& pool, const std::string& uid);
+  // Whether this node holds a reservation in `pool` that Take could hand out.
+  bool HasFree(const std::string& pool);
   // The IPs of `pool` handed to pods that the pool status may still show as this node's
   // reservations (not yet written as pod records).
   std::set<base::IPAddress> HandedOut(const std::string& pool) const;

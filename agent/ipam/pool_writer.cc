@@ -124,6 +124,11 @@ void PoolWriter::AskForReservations(const std::string& pool) {
   }
 }
 
+std::string PoolWriter::MetaVersion(const std::string& pool) const {
+  std::shared_ptr<const PoolMeta> m = caches_.pools->Meta(pool);
+  return m == nullptr ? std::string() : m->metadata.resource_version;
+}
+
 std::vector<base::IPRange> PoolWriter::ReservedRanges() const {
   std::vector<api::SpiderReservedIP> reserved;
   for (const auto& r : (*caches_.reserved).List()) reserved.push_back(*r);
@@ -232,6 +237,9 @@ absl::StatusOr<PoolWriter::Taken> PoolWriter::TakeOne(const std::vector<std::str
     std::string holders;  // who holds the pool, when it was full
     while (true) {
       if (std::optional<Taken> got = TakeReserved(pool, request, &reserved, deadline)) return *got;
+      // The version this attempt starts from (at the latest): a full pool can only change by
+      // a write, and another attempt before one is a rebuild of every record for nothing.
+      const std::string seen_version = MetaVersion(pool);
       Taken got{.pool = pool};
       std::vector<base::IPAddress> topped_up;
       int64_t waitable = 0;
@@ -271,8 +279,17 @@ absl::StatusOr<PoolWriter::Taken> PoolWriter::TakeOne(const std::vector<std::str
           });
       if (s.ok()) return got;
       if (!absl::IsResourceExhausted(s) || waitable == 0 || clock_->Now() >= wait_until) break;
-      AskForReservations(pool);
-      clock_->SleepUntil(std::min(wait_until, clock_->Now() + absl::Milliseconds(20)));
+      // Until the pool changes (a give-back landed; the metadata watch shows it) or this
+      // node's block gets IPs: checking both is cheap, loading the pool is not (at 50 nodes
+      // the ADDs waiting here rebuilt 5000 records 50 times a second). The ask is renewed
+      // while waiting (at most every kAskEvery, and not while another node's is fresh): an
+      // owner decides what to give back when it sees an ask, and its copy of the pool may
+      // not have shown it tight yet.
+      do {
+        AskForReservations(pool);
+        clock_->SleepUntil(std::min(wait_until, clock_->Now() + absl::Milliseconds(20)));
+      } while (clock_->Now() < wait_until && !seen_version.empty() &&
+               MetaVersion(pool) == seen_version && !blocks_.HasFree(pool));
     }
     // Full, disabled or gone: the next pool of the list may do. Anything else (the API server
     // is unreachable, the deadline passed) stops here.

@@ -113,6 +113,8 @@ class PoolWriter {
 
   // Every SpiderReservedIP range (malformed ones are logged and reserve nothing).
   std::vector<base::IPRange> ReservedRanges() const;
+  // The pool's resourceVersion as the metadata watch last saw it ("" if unknown).
+  std::string MetaVersion(const std::string& pool) const;
   // Pods scheduled to this node whose ADD is still to come (no SpiderEndpoint of their UID).
   bool IsWaiting(const api::Pod& pod) const;
   std::set<std::string> WaitingPods() const;

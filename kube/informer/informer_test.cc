@@ -126,9 +126,12 @@ TEST(Informer, ListsWatchesAndIndexes) {
   ASSERT_TRUE(patched.ok());
   ASSERT_TRUE(rec.WaitFor("update " + f.cluster->ns() + "/cm-3"));
   EXPECT_EQ(inf.store().ByIndex("value", "2").size(), 1u);
+  EXPECT_EQ(inf.store().ByIndex("value", "1").size(), 24u) << "the old value unindexed";
   ASSERT_TRUE(f.cms->Delete(f.cluster->ns(), "cm-4").ok());
   ASSERT_TRUE(rec.WaitFor("delete " + f.cluster->ns() + "/cm-4"));
   EXPECT_EQ(inf.store().Get(f.cluster->ns() + "/cm-4"), nullptr);
+  EXPECT_EQ(inf.store().ByIndex("value", "1").size(), 23u);
+  EXPECT_EQ(inf.store().ByIndex("namespace", f.cluster->ns()).size(), 24u);
   EXPECT_EQ(inf.reflector().stats().lists, 1u);
 }
 

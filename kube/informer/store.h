@@ -69,7 +69,7 @@ class Store {
     auto it = items_.find(key);
     if (it != items_.end()) {
       old = it->second;
-      Unindex(key, *old);
+      Unindex(key);
       it->second = obj;
     } else {
       items_.emplace(key, obj);
@@ -84,7 +84,7 @@ class Store {
     auto it = items_.find(key);
     if (it == items_.end()) return nullptr;
     Ptr old = it->second;
-    Unindex(key, *old);
+    Unindex(key);
     items_.erase(it);
     return old;
   }
@@ -97,12 +97,18 @@ class Store {
     return out;
   }
   void Index(const std::string& key, const T& obj) {
-    for (auto& [name, values] : IndexValues(obj)) {
-      for (const std::string& v : values) indices_[name][v].insert(key);
+    std::vector<std::pair<std::string, std::vector<std::string>>>& values = indexed_[key];
+    values = IndexValues(obj);
+    for (const auto& [name, vs] : values) {
+      for (const std::string& v : vs) indices_[name][v].insert(key);
     }
   }
-  void Unindex(const std::string& key, const T& obj) {
-    for (auto& [name, values] : IndexValues(obj)) {
+  // From the values Index computed: an index function may be costly (the IP GC's parses
+  // every allocation record of a pool), and an update would run it on the old object again.
+  void Unindex(const std::string& key) {
+    auto at = indexed_.find(key);
+    if (at == indexed_.end()) return;
+    for (const auto& [name, values] : at->second) {
       for (const std::string& v : values) {
         auto& m = indices_[name];
         auto it = m.find(v);
@@ -111,12 +117,15 @@ class Store {
         if (it->second.empty()) m.erase(it);
       }
     }
+    indexed_.erase(at);
   }
 
   mutable std::mutex mu_;
   std::map<std::string, Ptr> items_;                                          // guarded by mu_
   std::map<std::string, IndexFunc> indexers_;                                 // guarded by mu_
   std::map<std::string, std::map<std::string, std::set<std::string>>> indices_;  // guarded by mu_
+  // Per key, the index values its object was indexed under.                     // guarded by mu_
+  std::map<std::string, std::vector<std::pair<std::string, std::vector<std::string>>>> indexed_;
 };
 
 }  // namespace spiderpool::kube
