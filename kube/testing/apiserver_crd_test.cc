@@ -130,7 +130,7 @@ TEST_F(ApiServerTest, CrdValidation) {
 TEST_F(ApiServerTest, CrdSelectableFields) {
   const std::string crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
   Json crd = Crd("example.com", "gadgets", "Gadget", "Namespaced", false);
-  crd["spec"]["versions"][0]["selectableFields"] = {{{"jsonPath", ".status.phase"}}};
+  crd["spec"]["versions"][0]["selectableFields"] = Json::array({{{"jsonPath", ".status.phase"}}});
   MustCreate(crds, crd);
   const std::string path = "/apis/example.com/v1/namespaces/default/gadgets";
   auto gadget = [](const std::string& name, const std::string& phase) {
@@ -191,19 +191,19 @@ TEST_F(ApiServerTest, CrdSelectableFieldsValidation) {
     return r.body["details"]["causes"][0].value("message", "") + " @ " +
            r.body["details"]["causes"][0].value("field", "");
   };
-  EXPECT_EQ(rejected({{{"jsonPath", ".status.nope"}}}),
+  EXPECT_EQ(rejected(Json::array({{{"jsonPath", ".status.nope"}}})),
             "Invalid value: \".status.nope\": is an invalid path @ "
             "spec.versions[0].selectableFields[0].jsonPath");
-  EXPECT_THAT(rejected({{{"jsonPath", ".spec.ips[0]"}}}), HasSubstr("is an invalid path"));
-  EXPECT_THAT(rejected({{{"jsonPath", "status.phase"}}}), HasSubstr("is an invalid path"));
-  EXPECT_THAT(rejected({{{"jsonPath", ".spec.ips"}}}),
+  EXPECT_THAT(rejected(Json::array({{{"jsonPath", ".spec.ips[0]"}}})), HasSubstr("is an invalid path"));
+  EXPECT_THAT(rejected(Json::array({{{"jsonPath", "status.phase"}}})), HasSubstr("is an invalid path"));
+  EXPECT_THAT(rejected(Json::array({{{"jsonPath", ".spec.ips"}}})),
               HasSubstr("must point to a field of type string, boolean or integer"));
-  EXPECT_THAT(rejected({{{"jsonPath", ".spec"}}}),
+  EXPECT_THAT(rejected(Json::array({{{"jsonPath", ".spec"}}})),
               HasSubstr("must point to a field of type string, boolean or integer"));
-  EXPECT_THAT(rejected({{{"jsonPath", ".metadata.name"}}}),
+  EXPECT_THAT(rejected(Json::array({{{"jsonPath", ".metadata.name"}}})),
               HasSubstr("must not point to fields in metadata"));
-  EXPECT_THAT(rejected({Json::object()}), HasSubstr("Required value"));
-  EXPECT_THAT(rejected({{{"jsonPath", ".status.phase"}}, {{"jsonPath", ".status.phase"}}}),
+  EXPECT_THAT(rejected(Json::array({Json::object()})), HasSubstr("Required value"));
+  EXPECT_THAT(rejected(Json::array({{{"jsonPath", ".status.phase"}}, {{"jsonPath", ".status.phase"}}})),
               HasSubstr("Duplicate value: \".status.phase\""));
   Json nine = Json::array();
   for (int i = 0; i < 9; ++i) nine.push_back({{"jsonPath", ".spec.replicas"}});
