@@ -300,6 +300,12 @@ bool NodeBlocks::HasFree(const std::string& pool) {
   return it != blocks_.end() && !it->second.free.empty();
 }
 
+int64_t NodeBlocks::PoolNodes(const std::string& pool) {
+  absl::MutexLock l(&mu_);
+  auto it = blocks_.find(pool);
+  return it == blocks_.end() ? 0 : it->second.pool_nodes;
+}
+
 bool NodeBlocks::HasUnflushed(const std::string& pool, const std::string& uid) {
   absl::MutexLock l(&mu_);
   auto it = blocks_.find(pool);

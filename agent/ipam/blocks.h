@@ -229,6 +229,8 @@ class NodeBlocks {
   bool HasUnflushed(const std::string& pool, const std::string& uid);
   // Whether this node holds a reservation in `pool` that Take could hand out.
   bool HasFree(const std::string& pool);
+  // The nodes `pool`'s records named at this node's last write of it (0: not written yet).
+  int64_t PoolNodes(const std::string& pool);
   // The IPs of `pool` handed to pods that the pool status may still show as this node's
   // reservations (not yet written as pod records).
   std::set<base::IPAddress> HandedOut(const std::string& pool) const;

@@ -89,6 +89,10 @@ class GroupCommitter {
     // watch). A start copy older than that is not written against (it would only meet a 409):
     // the pool is read from the store first.
     std::function<std::optional<std::string>(const std::string& name)> latest_version;
+    // Optional: how many agents write the pool (the nodes its records name; 0 = unknown).
+    // The pacing window's cap is at least that many round trips: one write lands per round
+    // trip, so N racing agents need N of them or they keep colliding.
+    std::function<int64_t(const std::string& name)> writers;
   };
 
   // How a batch that lost a 409 race waits before its next try (see PaceAfterConflict).
@@ -100,7 +104,7 @@ class GroupCommitter {
     // measured 1.4x the 409s of 1 s at 30 nodes, 2 s a slower first batch at 10 nodes.
     absl::Duration max_window = absl::Seconds(1);
     // ... unless the round trip is so slow (a big pool on a busy server) that 1 s holds fewer
-    // than this many of them: then the cap is this many round trips.
+    // than this many of them (or than Hooks::writers): then the cap is that many round trips.
     int max_window_round_trips = 16;
   };
 
@@ -373,7 +377,7 @@ class GroupCommitter {
                                    "SpiderIPPool ", name, " was written meanwhile (409 Conflict)")));
           return;
         }
-        if (++conflicts_in_a_row > 1) PaceAfterConflict(conflicts_in_a_row, rng, batch);
+        if (++conflicts_in_a_row > 1) PaceAfterConflict(name, conflicts_in_a_row, rng, batch);
         AdoptQueued(slot, batch);
         current.reset();  // the next attempt reads the winner's version from the store
         continue;
@@ -409,19 +413,23 @@ class GroupCommitter {
 
   // After the k-th conflict in a row (k >= 2) a batch waits a time drawn uniformly from
   // [0, slot * 2^(k-2)), capped at max_window (1 s; or 16 round trips when those are longer:
-  // 50 agents on a 5000-IP pool at 100 nodes); slot is half the measured write round trip
+  // 50 agents on a 5000-IP pool at 100 nodes; or as many round trips as the pool has
+  // writers, Hooks::writers, when that is more); slot is half the measured write round trip
   // (a whole one measured a little slower at 10 agents, the same at 30). With
   // N agents racing for one pool only one write per round trip can land, so the losers must
   // spread over about N round trips or they collide again: the window doubles until it is
   // wide enough (binary exponential backoff), and being uniform from 0 (full jitter) it
   // never lines agents up. A fixed millisecond-scale step does not scale with the server's
   // speed: on a loaded API server 30 agents at a 64 ms cap retried in lockstep.
-  void PaceAfterConflict(int k, std::mt19937_64& rng, const std::vector<Pending*>& batch) {
+  void PaceAfterConflict(const std::string& name, int k, std::mt19937_64& rng,
+                         const std::vector<Pending*>& batch) {
+    const int64_t writers = hooks_.writers ? hooks_.writers(name) : 0;
+    const int64_t round_trips = std::max<int64_t>(pacing_.max_window_round_trips, writers);
     absl::Duration slot, cap;
     {
       absl::MutexLock lock(&stats_mu_);
       slot = std::max(pacing_.min_slot, round_trip_ / 2);
-      cap = std::max(pacing_.max_window, round_trip_ * pacing_.max_window_round_trips);
+      cap = std::max(pacing_.max_window, round_trip_ * round_trips);
     }
     absl::Duration window = slot * static_cast<double>(uint64_t{1} << std::min(k - 2, 20));
     window = std::min(window, cap);

@@ -464,5 +464,29 @@ TEST(CommitterPacing, OnSlowRoundTripsTheWindowIsCappedAtSixteenOfThem) {
   EXPECT_GT(longest, absl::Seconds(1)) << "capped at 1 s although a round trip is 250 ms";
 }
 
+// A pool that more agents write than 16: the cap is one round trip per writer (Hooks::writers).
+TEST(CommitterPacing, TheWindowGrowsToOneRoundTripPerWriterOfThePool) {
+  constexpr int kConflicts = 16;  // 9 draws from windows over 4 s: all under it ~1e-5
+  constexpr absl::Duration kSlow = absl::Milliseconds(250);
+  constexpr int64_t kWriters = 64;
+  SteppingClock clock;
+  ConflictingStore store(&clock, kConflicts, kSlow);
+  GroupCommitter<Book>::Hooks hooks = BookHooks();
+  hooks.writers = [](const std::string& name) { return name == "busy" ? kWriters : 0; };
+  GroupCommitter<Book> committer(&store, hooks, &clock);
+  std::string ip;
+  ASSERT_TRUE(committer.Run("busy", Allocate("p1", 5, &ip), clock.Now() + absl::Hours(1)).ok());
+  ASSERT_EQ(clock.waits.size(), static_cast<size_t>(kConflicts - 1));
+  absl::Duration longest;
+  for (size_t i = 0; i < clock.waits.size(); ++i) {
+    const int k = static_cast<int>(i) + 2;
+    const absl::Duration window =
+        std::min(kSlow * kWriters, kSlow / 2 * static_cast<double>(1 << (k - 2)));
+    EXPECT_LT(clock.waits[i], window) << "wait after conflict " << k;
+    longest = std::max(longest, clock.waits[i]);
+  }
+  EXPECT_GT(longest, kSlow * 16) << "capped at 16 round trips although 64 agents write the pool";
+}
+
 }  // namespace
 }  // namespace spiderpool::agent::ipam

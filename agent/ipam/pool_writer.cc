@@ -41,7 +41,8 @@ PoolWriter::PoolWriter(std::shared_ptr<kube::RestClient> rest, PoolWriterOptions
                     auto m = caches_.pools->Meta(name);
                     if (m == nullptr) return std::nullopt;
                     return m->metadata.resource_version;
-                  }},
+                  },
+                  .writers = [this](const std::string& name) { return blocks_.PoolNodes(name); }},
                  clock_),
       blocks_(options_.node_name, BlockOptions{.max_block = options_.block_size, .standing = options_.block_standing}, &committer_,
               {.cached_pool = [this](const std::string& name) { return caches_.pools->Get(name); },
