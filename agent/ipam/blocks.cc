@@ -615,8 +615,11 @@ absl::Time NodeBlocks::StaggeredLocked(absl::Time now) {
       stagger_ms > 0 ? std::uniform_int_distribution<int64_t>(0, stagger_ms)(rng_) : 0);
 }
 
-absl::Duration NodeBlocks::YieldPause() {
-  return absl::Milliseconds(std::uniform_int_distribution<int>(20, 200)(rng_));
+absl::Duration NodeBlocks::YieldPause(const Block& b) {
+  const absl::Duration span = std::max(
+      absl::Milliseconds(200), committer_->round_trip() * std::max<int64_t>(1, b.pool_nodes));
+  return absl::Milliseconds(std::uniform_int_distribution<int64_t>(
+      20, std::max<int64_t>(20, absl::ToInt64Milliseconds(span)))(rng_));
 }
 
 void NodeBlocks::PlanPrewarm(const std::vector<std::string>& pools) {
@@ -804,7 +807,7 @@ void NodeBlocks::Loop(std::stop_token stop) {
       if (absl::IsAborted(s)) {
         ++stats_.yielded;
         ++b.yields_in_a_row;
-        b.retry_at = clock_->Now() + YieldPause();
+        b.retry_at = clock_->Now() + YieldPause(b);
         continue;
       }
       b.yields_in_a_row = 0;

@@ -359,7 +359,11 @@ class NodeBlocks {
   // once like an ADD's write (so that a busy pool cannot starve them).
   static constexpr int kMaxYields = 3;
   // How long a background write steps back: random, so that the losers spread out.
-  absl::Duration YieldPause() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // How long a background write that lost a 409 race steps back: a random moment in
+  // [20 ms, max(200 ms, one write round trip per node writing the pool)); with 50 nodes on a
+  // pool a retry within 200 ms met the next winner's write (two thirds of the keepers'
+  // writes at 50 nodes were such lost retries, each a rebuild of every record).
+  absl::Duration YieldPause(const Block& b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `now` plus a random pause of up to `prewarm_stagger`: the first write of agents started
   // together (prewarm, standing blocks) spread out.
   absl::Time StaggeredLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -175,6 +175,12 @@ class GroupCommitter {
   // Minimum time between two batches of one pool from this committer (see Run).
   void set_write_window(absl::Duration d) { write_window_ = d; }
 
+  // The measured write round trip (a moving average; zero before the first write).
+  absl::Duration round_trip() const {
+    absl::MutexLock lock(&stats_mu_);
+    return round_trip_;
+  }
+
   CommitterStats stats() const {
     absl::MutexLock lock(&stats_mu_);
     return stats_;
