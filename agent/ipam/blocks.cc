@@ -171,9 +171,12 @@ std::optional<base::IPAddress> NodeBlocks::Take(
 int64_t NodeBlocks::WaitingLocked(const Block& b, const std::string& allocating_uid) const {
   if (!hooks_.waiting_pods) return 0;
   std::set<std::string> uids = hooks_.waiting_pods();
-  // Served already: handed out here (its endpoint may not be cached yet), or being allocated.
+  // Served already: handed out here (its endpoint may not be cached yet), being allocated, or
+  // by a slow-path write of its own.
   for (const auto& [ip, req] : b.assigned) uids.erase(req.pod_uid);
   uids.erase(allocating_uid);
+  for (const std::string& uid : b.slow_writing) uids.erase(uid);
+  for (const auto& [uid, at] : b.slow_wrote) uids.erase(uid);
   return static_cast<int64_t>(uids.size());
 }
 
@@ -227,8 +230,15 @@ void NodeBlocks::TopUp(const std::string& pool, sp::PoolState& state,
     ++unused;
     if (!b.free.count(ip)) reserved->push_back(ip);
   }
-  const int64_t free = static_cast<int64_t>(
-      std::min<absl::uint128>(state.allocator().FreeCount(), static_cast<uint64_t>(std::numeric_limits<int64_t>::max())));
+  // The batch-mates on the slow path take their IPs after this (or did: then one too few is
+  // reserved, harmless); theirs are not this top-up's.
+  const int64_t batch_mates = static_cast<int64_t>(b.slow_writing.size()) -
+                              (b.slow_writing.count(allocating_uid) ? 1 : 0);
+  const int64_t free = std::max<int64_t>(
+      0, static_cast<int64_t>(std::min<absl::uint128>(
+             state.allocator().FreeCount(),
+             static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))) -
+             batch_mates);
   const int64_t nodes = static_cast<int64_t>(state.reserving_nodes()) +
                         (state.ReservedFor(node_).empty() ? 1 : 0);
   // Demand known (pods waiting here): exactly that, so that a pool of "IPs = pods" is shared
@@ -298,6 +308,28 @@ bool NodeBlocks::HasFree(const std::string& pool) {
   absl::MutexLock l(&mu_);
   auto it = blocks_.find(pool);
   return it != blocks_.end() && !it->second.free.empty();
+}
+
+void NodeBlocks::SlowPathBegin(const std::string& pool, const std::string& uid) {
+  if (!enabled()) return;
+  absl::MutexLock l(&mu_);
+  Block& b = BlockLocked(pool);
+  b.slow_writing.insert(uid);
+}
+
+void NodeBlocks::SlowPathEnd(const std::string& pool, const std::string& uid, bool wrote) {
+  if (!enabled()) return;
+  absl::MutexLock l(&mu_);
+  auto it = blocks_.find(pool);
+  if (it == blocks_.end()) return;
+  Block& b = it->second;
+  b.slow_writing.erase(uid);
+  if (!wrote) return;  // still waiting
+  const absl::Time now = clock_->Now();
+  if (b.slow_wrote.size() > 1024) {  // bounded: a minute after its write a pod's endpoint is cached
+    std::erase_if(b.slow_wrote, [&](const auto& kv) { return now - kv.second > absl::Minutes(1); });
+  }
+  b.slow_wrote[uid] = now;
 }
 
 int64_t NodeBlocks::PoolNodes(const std::string& pool) {

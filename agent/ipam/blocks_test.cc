@@ -409,6 +409,53 @@ TEST_F(BlocksTest, AFlushWaitsLongerInAPoolManyNodesShare) {
   EXPECT_GE(absl::Now() - taken, absl::Seconds(2));
 }
 
+// Pods whose ADD writes its own record (the slow path: the first batch of a node, before it
+// holds reservations) are no demand for the reservation that write makes: the first batch's 8
+// ADDs reserved for 99 pods beside their own 8 records.
+TEST_F(BlocksTest, PodsOnTheSlowPathAreNoDemandForReservations) {
+  absl::StatusOr<std::string> big = CreatePool("big", "10.11.0.0/24", {"10.11.0.1-10.11.0.100"});
+  ASSERT_TRUE(big.ok()) << big.status();
+  blocks_ = std::make_unique<NodeBlocks>(
+      kNode, BlockOptions{.max_block = 8}, committer_.get(),
+      EighteenWaiting([](const std::string&) { return std::string(); }), nullptr);
+  auto pool = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", *big);
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  auto reserve = [&]() -> size_t {
+    absl::StatusOr<sp::PoolState> st = Build(*pool);  // 100 IPs, none reserved
+    EXPECT_TRUE(st.ok()) << st.status();
+    if (!st.ok()) return 0;
+    std::vector<base::IPAddress> reserved;
+    bool dirty = false;
+    blocks_->TopUp(*big, *st, &reserved, &dirty, "wait-7");
+    return reserved.size();
+  };
+  EXPECT_EQ(reserve(), 17u) << "18 waiting, this ADD's own pod aside";
+  for (int i = 0; i < 7; ++i) blocks_->SlowPathBegin(*big, base::StrCat("wait-", i));
+  EXPECT_EQ(reserve(), 10u) << "and the 7 batch-mates writing their own records";
+  blocks_->SlowPathEnd(*big, "wait-0", /*wrote=*/false);
+  EXPECT_EQ(reserve(), 11u) << "a slow path that failed: its pod waits again";
+  blocks_->SlowPathEnd(*big, "wait-1", /*wrote=*/true);
+  EXPECT_EQ(reserve(), 11u) << "one that wrote: its pod holds its record";
+
+  // A nearly full pool: node-b's pods hold 90 IPs, 10 are free. The batch-mates still writing
+  // (5 now) take 5 of them after this mutation: it reserves the other 5, not all 10.
+  absl::StatusOr<sp::PoolState> st = Build(*pool);
+  ASSERT_TRUE(st.ok()) << st.status();
+  for (int i = 0; i < 90; ++i) {
+    const std::string n = base::StrCat(i);
+    ASSERT_TRUE(st->Allocate({.pod = "ns/b" + n, .pod_uid = "b" + n, .node = "node-b"}).ok());
+  }
+  std::vector<base::IPAddress> reserved;
+  bool dirty = false;
+  blocks_->TopUp(*big, *st, &reserved, &dirty, "wait-7");
+  EXPECT_EQ(reserved.size(), 5u);
+  for (int i = 2; i < 7; ++i) {
+    const std::string uid = base::StrCat("wait-", i);
+    EXPECT_TRUE(st->Allocate({.pod = "ns/" + uid, .pod_uid = uid, .node = kNode}).ok())
+        << "batch-mate " << uid << " found the pool full";
+  }
+}
+
 // Many nodes whose ADDs find a pool full: one fresh ask serves them all (the owners of idle
 // reservations answer whichever node asked), so a node does not write its own ask, a write of
 // the pool object that fails every status update in flight, while any node's is fresh.

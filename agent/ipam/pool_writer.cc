@@ -246,6 +246,7 @@ absl::StatusOr<PoolWriter::Taken> PoolWriter::TakeOne(const std::vector<std::str
       int64_t waitable = 0;
       // Slow path: the record is written before the ADD returns; the same write tops this
       // node's block up for the next ADDs.
+      blocks_.SlowPathBegin(pool, request.pod_uid);
       s = committer_.Run(
           pool,
           [&](PoolBook& book) -> absl::Status {
@@ -278,6 +279,7 @@ absl::StatusOr<PoolWriter::Taken> PoolWriter::TakeOne(const std::vector<std::str
             blocks_.AddReserved(pool, topped_up);
             blocks_.NoteWritten(request.pod_uid);
           });
+      blocks_.SlowPathEnd(pool, request.pod_uid, s.ok());
       if (s.ok()) return got;
       if (!absl::IsResourceExhausted(s) || waitable == 0 || clock_->Now() >= wait_until) break;
       // Until the pool changes (a give-back landed; the metadata watch shows it) or this
