@@ -104,6 +104,52 @@ class BlocksTest : public kube::testing::SpiderClusterTest {
     return st.ok() ? st->ReservedFor(kNode) : std::vector<base::IPAddress>{};
   }
 
+  // node-b's 2 pods hold 2 of the 20 IPs; this node (18 pods waiting) reserves its fair part,
+  // 20 / 2 nodes = 10; 4 of its pods get an IP from the block; then node-c asks (`asked`,
+  // shared with the hook: the keeper's Stop in TearDown still asks it) and the flush writes
+  // the 4 as pod records. Fair part with node-c: 20 / 3 nodes = 7, less this node's 4 pods:
+  // 3 of the 6 left stay for the 14 pods still waiting, 3 are to go back.
+  void ReserveTakeFourThenNodeCAsks(std::shared_ptr<std::atomic<bool>> asked) {
+    blocks_ = std::make_unique<NodeBlocks>(
+        kNode,
+        BlockOptions{.max_block = 16, .idle_release = absl::Hours(1),
+                     .tight_idle_release = absl::Hours(1)},
+        committer_.get(),
+        EighteenWaiting([asked](const std::string&) {
+          return *asked ? std::string("node-c") : std::string();
+        }),
+        nullptr);
+    std::vector<base::IPAddress> reserved;
+    ASSERT_TRUE(committer_
+                    ->Run(pool_name_,
+                          [&](PoolBook& book) {
+                            for (const char* uid : {"b0", "b1"}) {
+                              absl::Status s = book.state.Allocate(
+                                  {.pod = base::StrCat("ns/", uid), .pod_uid = uid, .node = "node-b"})
+                                                   .status();
+                              if (!s.ok()) return s;
+                            }
+                            book.dirty = true;
+                            blocks_->TopUp(pool_name_, book.state, &reserved, &book.dirty);
+                            return absl::OkStatus();
+                          },
+                          absl::Now() + absl::Seconds(30), PoolCommitter::OnConflict::kRetry,
+                          [&] { blocks_->AddReserved(pool_name_, reserved); })
+                    .ok());
+    ASSERT_EQ(reserved.size(), 10u);
+    for (int i = 0; i < 4; ++i) {
+      const std::string uid = base::StrCat("wait-", i);
+      ASSERT_TRUE(blocks_
+                      ->Take(pool_name_, {.pod = "ns/" + uid, .pod_uid = uid, .node = kNode},
+                             [](const base::IPAddress&) { return true; },
+                             absl::Now() + absl::Seconds(1))
+                      .has_value());
+    }
+    *asked = true;
+    ASSERT_TRUE(blocks_->Flush(pool_name_, absl::Now() + absl::Seconds(30)).ok());
+    ASSERT_EQ(ReservedInPool().size(), 6u);
+  }
+
   std::string pool_name_;
   std::unique_ptr<HeldStore> store_;
   std::unique_ptr<PoolCommitter> committer_;
@@ -249,48 +295,8 @@ TEST_F(BlocksTest, ReservationsForWaitingPodsStopAtTheFairPartOfATightPool) {
 // another node asked, the keeper gave back reservations its own waiting pods needed, and they
 // came back through slow-path writes (ipam_e2e: ~52 pool writes instead of ~43).
 TEST_F(BlocksTest, AFlushCountsThePodsItRecordsOnceInTheFairPart) {
-  // Shared with the hook: the keeper's Stop (in TearDown) still asks it.
-  auto asked = std::make_shared<std::atomic<bool>>(false);
-  blocks_ = std::make_unique<NodeBlocks>(
-      kNode,
-      BlockOptions{.max_block = 16, .idle_release = absl::Hours(1),
-                   .tight_idle_release = absl::Hours(1)},
-      committer_.get(),
-      EighteenWaiting([asked](const std::string&) {
-        return *asked ? std::string("node-c") : std::string();
-      }),
-      nullptr);
-  // node-b's 2 pods hold 2 of the 20 IPs; this node reserves its fair part, 20 / 2 nodes.
-  std::vector<base::IPAddress> reserved;
-  ASSERT_TRUE(committer_
-                  ->Run(pool_name_,
-                        [&](PoolBook& book) {
-                          for (const char* uid : {"b0", "b1"}) {
-                            absl::Status s = book.state.Allocate(
-                                {.pod = base::StrCat("ns/", uid), .pod_uid = uid, .node = "node-b"})
-                                                 .status();
-                            if (!s.ok()) return s;
-                          }
-                          book.dirty = true;
-                          blocks_->TopUp(pool_name_, book.state, &reserved, &book.dirty);
-                          return absl::OkStatus();
-                        },
-                        absl::Now() + absl::Seconds(30), PoolCommitter::OnConflict::kRetry,
-                        [&] { blocks_->AddReserved(pool_name_, reserved); })
-                  .ok());
-  ASSERT_EQ(reserved.size(), 10u);
-  // 4 of the waiting pods get an IP from the block; node-c asks for reservations; the flush
-  // writes the 4 as pod records. Fair part with node-c: 20 / 3 nodes = 7, less this node's 4
-  // pods: 3 of the 6 left stay for the 14 pods still waiting, 3 go back.
-  for (int i = 0; i < 4; ++i) {
-    const std::string uid = base::StrCat("wait-", i);
-    ASSERT_TRUE(blocks_
-                    ->Take(pool_name_, {.pod = "ns/" + uid, .pod_uid = uid, .node = kNode},
-                           [](const base::IPAddress&) { return true; }, absl::Now() + absl::Seconds(1))
-                    .has_value());
-  }
-  *asked = true;
-  ASSERT_TRUE(blocks_->Flush(pool_name_, absl::Now() + absl::Seconds(30)).ok());
+  ReserveTakeFourThenNodeCAsks(std::make_shared<std::atomic<bool>>(false));
+  if (HasFatalFailure()) return;
   blocks_->Start();
   EXPECT_TRUE(base::testing::WaitUntil([&] { return ReservedInPool().size() < 6; }, absl::Seconds(10)))
       << "node-c asked, but nothing was given back";
@@ -302,44 +308,8 @@ TEST_F(BlocksTest, AFlushCountsThePodsItRecordsOnceInTheFairPart) {
 // at once like an ADD's write instead of stepping back (50 nodes writing one pool: the
 // yielding give-backs lost race after race and the askers failed their pods, pool "full").
 TEST_F(BlocksTest, AGiveBackAnotherNodeAskedForRetriesItsConflicts) {
-  auto asked = std::make_shared<std::atomic<bool>>(false);
-  blocks_ = std::make_unique<NodeBlocks>(
-      kNode,
-      BlockOptions{.max_block = 16, .idle_release = absl::Hours(1),
-                   .tight_idle_release = absl::Hours(1)},
-      committer_.get(),
-      EighteenWaiting([asked](const std::string&) {
-        return *asked ? std::string("node-c") : std::string();
-      }),
-      nullptr);
-  std::vector<base::IPAddress> reserved;
-  ASSERT_TRUE(committer_
-                  ->Run(pool_name_,
-                        [&](PoolBook& book) {
-                          for (const char* uid : {"b0", "b1"}) {
-                            absl::Status s = book.state.Allocate(
-                                {.pod = base::StrCat("ns/", uid), .pod_uid = uid, .node = "node-b"})
-                                                 .status();
-                            if (!s.ok()) return s;
-                          }
-                          book.dirty = true;
-                          blocks_->TopUp(pool_name_, book.state, &reserved, &book.dirty);
-                          return absl::OkStatus();
-                        },
-                        absl::Now() + absl::Seconds(30), PoolCommitter::OnConflict::kRetry,
-                        [&] { blocks_->AddReserved(pool_name_, reserved); })
-                  .ok());
-  ASSERT_EQ(reserved.size(), 10u);
-  for (int i = 0; i < 4; ++i) {
-    const std::string uid = base::StrCat("wait-", i);
-    ASSERT_TRUE(blocks_
-                    ->Take(pool_name_, {.pod = "ns/" + uid, .pod_uid = uid, .node = kNode},
-                           [](const base::IPAddress&) { return true; }, absl::Now() + absl::Seconds(1))
-                    .has_value());
-  }
-  *asked = true;
-  ASSERT_TRUE(blocks_->Flush(pool_name_, absl::Now() + absl::Seconds(30)).ok());
-  ASSERT_EQ(ReservedInPool().size(), 6u);
+  ReserveTakeFourThenNodeCAsks(std::make_shared<std::atomic<bool>>(false));
+  if (HasFatalFailure()) return;
   store_->conflict_once_ = true;  // the give-back's first write loses a race
   blocks_->Start();
   EXPECT_TRUE(base::testing::WaitUntil([&] { return ReservedInPool().size() == 3u; },

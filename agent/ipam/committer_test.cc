@@ -442,6 +442,22 @@ TEST(CommitterPacing, WaitsAfterConflictsSpreadOverRoundTrips) {
   EXPECT_GE(distinct.size(), 8u) << "waits must be jittered, not in lockstep";
 }
 
+// Checks that the wait after the k-th conflict in a row lies in its window, [0, min(cap,
+// half a round trip × 2^(k−2))), the cap being `cap_round_trips` round trips; returns the
+// longest wait.
+absl::Duration LongestWaitWithinWindows(const std::vector<absl::Duration>& waits,
+                                        absl::Duration round_trip, int64_t cap_round_trips) {
+  absl::Duration longest;
+  for (size_t i = 0; i < waits.size(); ++i) {
+    const int k = static_cast<int>(i) + 2;
+    const absl::Duration window = std::min(round_trip * cap_round_trips,
+                                           round_trip / 2 * static_cast<double>(1 << (k - 2)));
+    EXPECT_LT(waits[i], window) << "wait after conflict " << k;
+    longest = std::max(longest, waits[i]);
+  }
+  return longest;
+}
+
 // A slow round trip (a 5000-IP pool on a busy server, 50 agents writing it): 1 s holds too few
 // of them to spread the agents, so the window's cap becomes 16 round trips.
 TEST(CommitterPacing, OnSlowRoundTripsTheWindowIsCappedAtSixteenOfThem) {
@@ -453,15 +469,8 @@ TEST(CommitterPacing, OnSlowRoundTripsTheWindowIsCappedAtSixteenOfThem) {
   std::string ip;
   ASSERT_TRUE(committer.Run("busy", Allocate("p1", 5, &ip), clock.Now() + absl::Hours(1)).ok());
   ASSERT_EQ(clock.waits.size(), static_cast<size_t>(kConflicts - 1));
-  absl::Duration longest;
-  for (size_t i = 0; i < clock.waits.size(); ++i) {
-    const int k = static_cast<int>(i) + 2;
-    const absl::Duration window =
-        std::min(kSlow * 16, kSlow / 2 * static_cast<double>(1 << (k - 2)));
-    EXPECT_LT(clock.waits[i], window) << "wait after conflict " << k;
-    longest = std::max(longest, clock.waits[i]);
-  }
-  EXPECT_GT(longest, absl::Seconds(1)) << "capped at 1 s although a round trip is 250 ms";
+  EXPECT_GT(LongestWaitWithinWindows(clock.waits, kSlow, 16), absl::Seconds(1))
+      << "capped at 1 s although a round trip is 250 ms";
 }
 
 // A pool that more agents write than 16: the cap is one round trip per writer (Hooks::writers).
@@ -477,15 +486,8 @@ TEST(CommitterPacing, TheWindowGrowsToOneRoundTripPerWriterOfThePool) {
   std::string ip;
   ASSERT_TRUE(committer.Run("busy", Allocate("p1", 5, &ip), clock.Now() + absl::Hours(1)).ok());
   ASSERT_EQ(clock.waits.size(), static_cast<size_t>(kConflicts - 1));
-  absl::Duration longest;
-  for (size_t i = 0; i < clock.waits.size(); ++i) {
-    const int k = static_cast<int>(i) + 2;
-    const absl::Duration window =
-        std::min(kSlow * kWriters, kSlow / 2 * static_cast<double>(1 << (k - 2)));
-    EXPECT_LT(clock.waits[i], window) << "wait after conflict " << k;
-    longest = std::max(longest, clock.waits[i]);
-  }
-  EXPECT_GT(longest, kSlow * 16) << "capped at 16 round trips although 64 agents write the pool";
+  EXPECT_GT(LongestWaitWithinWindows(clock.waits, kSlow, kWriters), kSlow * 16)
+      << "capped at 16 round trips although 64 agents write the pool";
 }
 
 }  // namespace
