@@ -49,7 +49,6 @@
 
 namespace spiderpool::agent::ipam {
 
-// Where pools are read and written (kube::Client<api::SpiderIPPool> in production).
 // resourceVersions are opaque to clients, but every API server we know uses integers (etcd
 // revisions); when both parse, the larger is newer. Otherwise: not newer.
 inline bool ResourceVersionNewer(const std::string& a, const std::string& b) {
@@ -57,6 +56,7 @@ inline bool ResourceVersionNewer(const std::string& a, const std::string& b) {
   return absl::SimpleAtoi(a, &x) && absl::SimpleAtoi(b, &y) && x > y;
 }
 
+// Where pools are read and written (kube::Client<api::SpiderIPPool> in production).
 class PoolStore {
  public:
   virtual ~PoolStore() = default;
@@ -212,10 +212,6 @@ class GroupCommitter {
     return slot.get();
   }
 
-  static bool Newer(const std::string& a, const std::string& b) {
-    return ResourceVersionNewer(a, b);
-  }
-
   static bool Retriable(const absl::Status& s) {
     return kube::IsTooManyRequests(s) || kube::IsServerError(s) || kube::IsTimeout(s) ||
            absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s);
@@ -256,14 +252,15 @@ class GroupCommitter {
     if (hooks_.cached) {
       std::optional<api::SpiderIPPool> cached = hooks_.cached(name);
       if (cached.has_value() &&
-          (!current.has_value() || Newer(cached->metadata.resource_version,
-                                         current->metadata.resource_version))) {
+          (!current.has_value() || ResourceVersionNewer(cached->metadata.resource_version,
+                                                        current->metadata.resource_version))) {
         current = std::move(cached);
       }
     }
     if (hooks_.latest_version && current.has_value()) {
       const std::optional<std::string> latest = hooks_.latest_version(name);
-      if (latest.has_value() && Newer(*latest, current->metadata.resource_version)) {
+      if (latest.has_value() &&
+          ResourceVersionNewer(*latest, current->metadata.resource_version)) {
         current.reset();
       }
     }

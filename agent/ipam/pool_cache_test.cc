@@ -14,21 +14,13 @@
 #include "gtest/gtest.h"
 #include "kube/controller/manager.h"
 #include "kube/rest/client.h"
+#include "base/testing/wait.h"
 #include "kube/testing/spider_cluster.h"
 
 namespace spiderpool::agent::ipam {
 namespace {
 
-constexpr absl::Duration kEventually = absl::Seconds(30);
-
-bool WaitUntil(const std::function<bool()>& done, absl::Duration timeout = kEventually) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (!done()) {
-    if (absl::Now() > deadline) return false;
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  return true;
-}
+using base::testing::WaitUntil;
 
 class PoolCacheTest : public kube::testing::SpiderClusterTest {
  protected:

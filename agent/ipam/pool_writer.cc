@@ -38,9 +38,9 @@ PoolWriter::PoolWriter(std::shared_ptr<kube::RestClient> rest, PoolWriterOptions
                     return *p;
                   },
                   .latest_version = [this](const std::string& name) -> std::optional<std::string> {
-                    auto m = caches_.pools->Meta(name);
-                    if (m == nullptr) return std::nullopt;
-                    return m->metadata.resource_version;
+                    std::string v = MetaVersion(name);
+                    if (v.empty()) return std::nullopt;
+                    return v;
                   },
                   .writers = [this](const std::string& name) { return blocks_.PoolNodes(name); }},
                  clock_),
