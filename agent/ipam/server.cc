@@ -21,6 +21,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "base/http_listen.h"
 #include "base/log.h"
 #include "base/sigpipe.h"
 #include "base/status.h"
@@ -323,10 +324,8 @@ absl::StatusOr<std::unique_ptr<IpamServer>> IpamServer::Start(ServerOptions opti
   server->http_->set_address_family(AF_UNIX);
   const int threads = server->options_.threads;
   server->http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  // httplib listens with a backlog of 5: a burst of pod starts would see connections refused.
-  // Remember the listening socket and raise its backlog after httplib's listen().
-  int listen_fd = -1;
-  server->http_->set_socket_options([&listen_fd](int sock) { listen_fd = sock; });
+  // A burst of pod starts is queued, not refused (httplib alone listens with a backlog of 5).
+  base::ListenBacklog backlog(*server->http_, nullptr);
   // The socket must never be reachable with a wider mode than 0600, not even for a moment:
   // bind under a restrictive umask (bind and listen happen together in httplib).
   const mode_t old_mask = ::umask(0177);
@@ -336,10 +335,7 @@ absl::StatusOr<std::unique_ptr<IpamServer>> IpamServer::Start(ServerOptions opti
   if (!bound) {
     return absl::UnavailableError(base::StrCat("cannot listen on unix socket ", path.string()));
   }
-  if (listen_fd < 0 || ::listen(listen_fd, SOMAXCONN) != 0) {
-    return absl::UnavailableError(
-        base::StrCat("raising the listen backlog of ", path.string(), ": ", std::strerror(errno)));
-  }
+  SP_RETURN_IF_ERROR(base::Annotate(backlog.Raise(), path.string()));
   if (::chmod(path.c_str(), 0600) != 0) {
     return absl::UnavailableError(
         base::StrCat("chmod 0600 ", path.string(), ": ", std::strerror(errno)));

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/http_listen.h"
 #include "base/log.h"
 #include "base/sigpipe.h"
 #include "base/status.h"
@@ -213,7 +214,7 @@ absl::Status Server::Start() {
   }
   // httplib's default sets SO_REUSEPORT, which lets a second process bind the same port
   // and silently share the probes; SO_REUSEADDR alone only permits quick restarts.
-  s.server.set_socket_options([share = s.options.share_port](socket_t sock) {
+  base::ListenBacklog backlog(s.server, [share = s.options.share_port](socket_t sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
     if (share) setsockopt(sock, SOL_SOCKET, SO_REUSEPORT, &yes, sizeof(yes));
@@ -231,6 +232,10 @@ absl::Status Server::Start() {
     s.stopped = true;
     return absl::UnavailableError(base::ToAbsl(base::StrCat(
         "health server: cannot bind ", s.options.address, ":", s.options.port)));
+  }
+  if (absl::Status raised = backlog.Raise(); !raised.ok()) {
+    s.stopped = true;
+    return raised;
   }
   s.port = port;
   s.thread = std::jthread([&s] {

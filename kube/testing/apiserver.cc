@@ -20,6 +20,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "base/certs.h"
+#include "base/http_listen.h"
 #include "base/log.h"
 #include "base/sigpipe.h"
 #include "base/strings.h"
@@ -369,6 +370,9 @@ absl::StatusOr<std::unique_ptr<LoopbackApiServer>> LoopbackApiServer::Start(
                         "application/json");
       });
 
+  // kube-apiserver listens with the kernel's somaxconn, not httplib's 5: a burst of new
+  // connections (agents' first requests) is queued, not dropped for a 1 s SYN retransmit.
+  base::ListenBacklog backlog(*impl->server);
   if (options.port == 0) {
     impl->port = impl->server->bind_to_any_port(options.host);
   } else {
@@ -377,6 +381,7 @@ absl::StatusOr<std::unique_ptr<LoopbackApiServer>> LoopbackApiServer::Start(
   if (impl->port <= 0) {
     return absl::UnavailableError(StrCat("cannot bind ", options.host, ":", options.port));
   }
+  if (absl::Status raised = backlog.Raise(); !raised.ok()) return raised;
   impl->core->SetServerAddress(StrCat(options.host, ":", impl->port));
   if (options.run_controllers) {
     impl->controllers =

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "api/codec.h"
+#include "base/http_listen.h"
 #include "base/log.h"
 #include "base/sigpipe.h"
 #include "base/status.h"
@@ -357,6 +358,7 @@ absl::Status AdmissionServer::Start() {
       });
 
   int port = 0;
+  base::ListenBacklog backlog(srv);  // a burst of admission calls is queued, not dropped
   if (options_.port == 0) {
     port = srv.bind_to_any_port(options_.host);
   } else {
@@ -365,6 +367,7 @@ absl::Status AdmissionServer::Start() {
   if (port <= 0) {
     return absl::UnavailableError(StrCat("cannot bind ", options_.host, ":", options_.port));
   }
+  SP_RETURN_IF_ERROR(backlog.Raise());
   listener->thread = std::thread([s = &srv] {
     base::BlockSigpipeOnThisThread();  // inherited by httplib's worker threads
     s->listen_after_bind();
