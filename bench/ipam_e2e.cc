@@ -19,6 +19,9 @@
 //       [--standing=N (nodeIPBlockStanding; 0 = no standing blocks)]
 //       [--default-pool=1 (the pool is a cluster default pool, spec.default, as the chart
 //        installs it; the agents then reserve their standing blocks before any pod)]
+//       [--multus=0 (no NetworkAttachmentDefinition: the agents learn their pods' pools only
+//        from their first ADD, so none prewarms; default 1: each pool's CNI config is also a
+//        NAD, the agents' Multus cluster network, as in a Spiderpool install with Multus)]
 //       [--start-delay-ms=N (wait N ms after the agents answer before the first ADD: agents
 //        that have been running a while)]
 //       [--pod-lead-ms=N (each pod created N ms before its ADD; default -1: all created before
@@ -53,6 +56,7 @@
 
 #include "absl/strings/str_join.h"
 #include "api/core.h"
+#include "api/nad.h"
 #include "api/spider.h"
 #include "base/json.h"
 #include "base/sigpipe.h"
@@ -277,6 +281,7 @@ int main(int argc, char** argv) {
   const int standing = Flag(argc, argv, "standing", -1);
   const bool default_pool = Flag(argc, argv, "default-pool", 0) != 0;
   const int start_delay_ms = Flag(argc, argv, "start-delay-ms", 0);
+  const bool multus = Flag(argc, argv, "multus", 1) != 0;
   const bool with_controller = Flag(argc, argv, "controller", 1) != 0;
   // Off by default: the DRA binary adds ~13 MB of agent RSS and ~2 API requests per ADD, which
   // would blur the IPAM numbers; --dra=1 measures the ResourceSlice writes (issue 15).
@@ -358,6 +363,30 @@ int main(int argc, char** argv) {
       return 1;
     }
     pool_names.push_back(pool.metadata.name);
+  }
+  // The CNI config of the pods of a pool's nodes (the agent's socket is added per node).
+  auto netconf_of = [&](const std::string& pool) {
+    return base::Json{{"cniVersion", "1.0.0"},
+                      {"name", "macvlan-conf"},
+                      {"type", "macvlan"},
+                      {"ipam", {{"type", "spiderpool"},
+                                {"default_ipv4_ippool", base::Json::array({pool})}}}};
+  };
+  // With Multus, that config is a NAD, the nodes' cluster network: the agents read their
+  // waiting pods' pools from it before the first ADD (the prewarm).
+  auto nad_of = [&](const std::string& pool) { return "macvlan-" + pool; };
+  if (multus) {
+    for (const std::string& pool : pool_names) {
+      api::NetworkAttachmentDefinition nad;
+      nad.metadata.name = nad_of(pool);
+      nad.metadata.namespace_ = c.ns();
+      nad.spec.config = base::DumpJson(netconf_of(pool));
+      if (absl::Status s = kube::Client<api::NetworkAttachmentDefinition>(c.rest()).Create(nad).status();
+          !s.ok()) {
+        std::cerr << "NAD " << nad.metadata.name << ": " << s << "\n";
+        return 1;
+      }
+    }
   }
   struct PodRef {
     std::string name, uid;
@@ -465,6 +494,9 @@ int main(int argc, char** argv) {
     agents[n].socket = base::StrCat(tmp, "/agent-", n, ".sock");
     std::vector<std::string> argv = {agent_bin, base::StrCat("--node-name=node-", n),
                                      "--socket=" + agents[n].socket};
+    if (multus) {
+      argv.push_back(base::StrCat("--multus-cluster-network=", c.ns(), "/", nad_of(pool_of_node(n))));
+    }
     argv.insert(argv.end(), agent_flags.begin(), agent_flags.end());
     if (dra && dra_unavailable.empty()) {
       const std::string d = base::StrCat(tmp, "/n", n);
@@ -506,13 +538,9 @@ int main(int argc, char** argv) {
   absl::SleepFor(absl::Milliseconds(start_delay_ms));
 
   auto cni = [&](const std::string& command, const PodRef& pod) {
-    const std::string conf = base::DumpJson(base::Json{
-        {"cniVersion", "1.0.0"},
-        {"name", "macvlan-conf"},
-        {"type", "macvlan"},
-        {"ipam", {{"type", "spiderpool"},
-                  {"default_ipv4_ippool", base::Json::array({pool_of_node(pod.node)})},
-                  {"ipam_unix_socket_path", agents[pod.node].socket}}}});
+    base::Json netconf = netconf_of(pool_of_node(pod.node));
+    netconf["ipam"]["ipam_unix_socket_path"] = agents[pod.node].socket;
+    const std::string conf = base::DumpJson(netconf);
     return base::RunProcess(
         {.argv = {plugin},
          .env = {{"CNI_COMMAND", command},
@@ -718,6 +746,7 @@ int main(int argc, char** argv) {
       {"node_ip_block_standing", standing},
       {"default_pool", default_pool},
       {"start_delay_ms", start_delay_ms},
+      {"multus", multus},
       {"latency_model", latency_json},
       {"agent_binary", agent_bin},
       {"agents_ready_s", agents_ready_s},

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "agent/ipamapi/ipamapi.h"
@@ -187,6 +188,42 @@ TEST(NetConf, DecodeDefaultsAndErrors) {
                     &c);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->code, kErrInvalidNetworkConfig);
+}
+
+// A NAD's spec.config, as the agent's prewarm reads it: one plugin or a conflist.
+TEST(SpiderpoolIpamOf, FindsTheSpiderpoolSectionOfAPluginOrAConflist) {
+  auto one = SpiderpoolIpamOf(R"({"cniVersion":"0.3.1","type":"macvlan",
+      "ipam":{"type":"spiderpool","default_ipv4_ippool":["v4"],"clean_gateway":true}})");
+  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_TRUE(one->has_value());
+  EXPECT_EQ((*one)->default_ipv4_ippool, std::vector<std::string>{"v4"});
+  EXPECT_TRUE((*one)->default_ipv6_ippool.empty());
+  EXPECT_TRUE((*one)->clean_gateway);
+
+  auto list = SpiderpoolIpamOf(R"({"cniVersion":"1.0.0","name":"n","plugins":[
+      {"type":"tuning"},{"type":"ipvlan","ipam":{"type":"host-local"}},
+      {"type":"macvlan","ipam":{"type":"spiderpool","default_ipv6_ippool":["v6"]}},
+      {"type":"coordinator"}]})");
+  ASSERT_TRUE(list.ok()) << list.status();
+  ASSERT_TRUE(list->has_value());
+  EXPECT_EQ((*list)->default_ipv6_ippool, std::vector<std::string>{"v6"});
+
+  auto other = SpiderpoolIpamOf(R"({"type":"macvlan","ipam":{"type":"whereabouts"}})");
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_FALSE(other->has_value());
+
+  for (const auto& [text, field] : std::vector<std::pair<std::string, std::string>>{
+           {"{", "config"},
+           {"[]", "config"},
+           {R"({"plugins":{}})", "config.plugins"},
+           {R"({"plugins":[{"ipam":{"type":"spiderpool","default_ipv4_ippool":"v4"}}]})",
+            "config.plugins[0].ipam: default_ipv4_ippool"},
+           {R"({"ipam":{"type":"spiderpool","clean_gateway":"yes"}})",
+            "config.ipam: clean_gateway"}}) {
+    auto bad = SpiderpoolIpamOf(text);
+    ASSERT_FALSE(bad.ok()) << text;
+    EXPECT_THAT(std::string(bad.status().message()), ::testing::StartsWith(field)) << text;
+  }
 }
 
 TEST(CniArgs, Parse) {

@@ -7,6 +7,7 @@
 
 #include "base/ip.h"
 #include "base/log.h"
+#include "base/status.h"
 #include "base/strings.h"
 
 namespace spiderpool::agent::cni {
@@ -63,6 +64,39 @@ std::optional<CniError> DecodeNetConf(const Json& json, NetConf* out) {
     out->timeout_seconds = t;
   }
   return std::nullopt;
+}
+
+absl::StatusOr<std::optional<IPAMConf>> SpiderpoolIpamOf(std::string_view config) {
+  absl::StatusOr<Json> json = base::ParseJson(config);
+  if (!json.ok()) return base::Annotate(json.status(), "config");
+  if (!json->is_object()) return absl::InvalidArgumentError("config: not a JSON object");
+  std::vector<const Json*> plugins;
+  if (auto it = json->find("plugins"); it != json->end()) {
+    if (!it->is_array()) return absl::InvalidArgumentError("config.plugins: not an array");
+    for (const Json& p : *it) plugins.push_back(&p);
+  } else {
+    plugins.push_back(&*json);
+  }
+  for (size_t i = 0; i < plugins.size(); ++i) {
+    const Json& plugin = *plugins[i];
+    if (!plugin.is_object()) continue;
+    auto ipam = plugin.find("ipam");
+    if (ipam == plugin.end() || !ipam->is_object()) continue;
+    auto type = ipam->find("type");
+    if (type == ipam->end() || !type->is_string() || type->get<std::string>() != "spiderpool") {
+      continue;
+    }
+    api::DecodeErrors errs;
+    IPAMConf out = api::DecodeInto<IPAMConf>(*ipam, &errs);
+    if (!errs.ok()) {
+      return absl::InvalidArgumentError(base::StrCat(
+          json->contains("plugins") ? base::StrCat("config.plugins[", i, "].ipam: ")
+                                    : std::string("config.ipam: "),
+          errs.errors.front().ToString()));
+    }
+    return std::optional<IPAMConf>(std::move(out));
+  }
+  return std::optional<IPAMConf>();
 }
 
 void FillK8sArgsFromConf(const NetConf& conf, K8sArgs* out) {

@@ -83,6 +83,14 @@ struct NetConf {
 // -> 7. Applies defaults (socket path, log path/level, timeout).
 std::optional<CniError> DecodeNetConf(const Json& json, NetConf* out);
 
+// The `spiderpool` IPAM section of a network configuration that does not come on stdin: a
+// NetworkAttachmentDefinition's spec.config (Multus passes it to the plugins), either one
+// plugin's config or a conflist ("plugins": [...]). The first plugin whose ipam.type is
+// "spiderpool", decoded as IPAMConf (no defaults applied); nullopt when no plugin uses it.
+// Errors name the field: the text is not a JSON object, "plugins" is not an array, or the
+// spiderpool ipam section does not decode.
+absl::StatusOr<std::optional<IPAMConf>> SpiderpoolIpamOf(std::string_view config);
+
 // Fills the K8S_POD_* values CNI_ARGS left empty from the config's "args.cni" (string values
 // only; anything else there is ignored).
 void FillK8sArgsFromConf(const NetConf& conf, K8sArgs* out);

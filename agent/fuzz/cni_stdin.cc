@@ -1,7 +1,8 @@
 // Fuzz target: what a CNI plugin reads from the runtime, the environment and stdin, through the
 // decoders of our plugins: libcni skel's preamble (RunSkel: CNI_* variables, stdin JSON,
 // versions, names), the IPAM plugin's netconf (DecodeNetConf, prevResult) and CNI_ARGS
-// (ParseCniArgs), and the ifacer plugin's netconf (DecodeIfacerConf, bond options).
+// (ParseCniArgs), the ifacer plugin's netconf (DecodeIfacerConf, bond options), and the agent's
+// reading of a NetworkAttachmentDefinition's config (SpiderpoolIpamOf).
 //
 // Input: five lines, then stdin:
 //   CNI_COMMAND \n CNI_CONTAINERID \n CNI_NETNS \n CNI_IFNAME \n CNI_ARGS \n <stdin bytes>
@@ -84,5 +85,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   cni::K8sArgs args;
   (void)cni::ParseCniArgs(env.args, &args);
   (void)ifacer::ParseBondOptions(stdin_text);
+  // The same text as a NetworkAttachmentDefinition's spec.config (the agent's prewarm).
+  (void)cni::SpiderpoolIpamOf(stdin_text);
   return 0;
 }

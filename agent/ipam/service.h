@@ -47,6 +47,7 @@
 #include "agent/ipam/server.h"
 #include "agent/ipamapi/ipamapi.h"
 #include "api/core.h"
+#include "api/nad.h"
 #include "api/spider.h"
 #include "base/clock.h"
 #include "ipam/pool.h"
@@ -132,6 +133,22 @@ class IpamService : public IpamBackend {
   // with the NIC and default pools of this node's last ADD (eth0 and none before the first
   // one). Predictions are kept per pod UID while it waits.
   PoolForecast Forecast();
+  // `args` with the default pools of the NetworkAttachmentDefinition a pod with `annotations`
+  // in `ns` attaches `args.if_name` through (ipam::NetworkForNIC: Multus passes that NAD's
+  // config to the plugins, so its ADD will carry them), when that NAD's config uses the
+  // spiderpool IPAM; else `args` unchanged. This is how the prewarm knows the pools of a
+  // node's first pods, before any ADD has shown the agent a network configuration.
+  ipamapi::IpamAddArgs WithNetworkDefaults(ipamapi::IpamAddArgs args,
+                                           const std::map<std::string, std::string>& annotations,
+                                           std::string_view ns);
+  struct NadIpam {
+    std::vector<std::string> ipv4_pools, ipv6_pools;
+    bool clean_gateway = false;
+  };
+  // The spiderpool IPAM section of NAD "ns/name", read at most once per kNadTtl (nullopt: no
+  // such NAD, it cannot be read, or it does not use spiderpool; an unreadable one is logged).
+  std::optional<NadIpam> NadIpamOf(const std::string& nad);
+  static constexpr absl::Duration kNadTtl = absl::Seconds(30);
   ::spiderpool::ipam::SelectionConfig SelectionConfigFor() const;
 
   // The last sandbox (container) of pod `uid` whose ADD succeeded here.
@@ -194,6 +211,7 @@ class IpamService : public IpamBackend {
   base::Clock* clock_;
   kube::Client<api::Pod> pods_;
   kube::Client<api::SpiderEndpoint> endpoints_;
+  kube::Client<api::NetworkAttachmentDefinition> nads_;
 
   // The shared caches (caches.h).
   Caches& caches_;
@@ -223,6 +241,8 @@ class IpamService : public IpamBackend {
   ipamapi::IpamAddArgs add_template_ ABSL_GUARDED_BY(prewarm_mu_);
   std::map<std::string, std::vector<std::string>> predicted_ ABSL_GUARDED_BY(prewarm_mu_);
   std::map<std::string, std::string> sandboxes_ ABSL_GUARDED_BY(prewarm_mu_);  // uid -> container
+  std::map<std::string, std::pair<absl::Time, std::optional<NadIpam>>> nad_ipam_
+      ABSL_GUARDED_BY(prewarm_mu_);  // NadIpamOf: "ns/name" -> (read at, what it said)
 
   absl::Mutex locks_mu_;
   std::map<std::string, std::pair<std::unique_ptr<absl::Mutex>, int>> pod_locks_

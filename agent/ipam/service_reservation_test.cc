@@ -174,6 +174,65 @@ TEST_P(ReservationTest, PrewarmsThePoolsOfTheWaitingPodsBeforeTheirFirstAdd) {
   EXPECT_EQ(Records("v4").size(), 6u);
 }
 
+// Before any ADD the agent has seen no network configuration: the pools of pods whose pool
+// comes from the CNI config (default_ipv4_ippool) are those of the NAD Multus will use, the
+// cluster network or the pod's v1.multus-cni.io/default-network. The prewarm reads that NAD,
+// so a node's first pods need no pool write there either (found by bench ipam_e2e: with the
+// pool only in the CNI config, no agent prewarmed and every node's first batch wrote the pool).
+TEST_P(ReservationTest, PrewarmsThePoolsOfTheWaitingPodsNetworks) {
+  // The cluster's default pool: where the prediction went without the NAD.
+  CreatePool("v4", "10.80.0.0/24", {"10.80.0.1-10.80.0.40"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
+  CreatePool("cluster", "10.81.0.0/24", {"10.81.0.1-10.81.0.40"});
+  CreatePool("annotated", "10.82.0.0/24", {"10.82.0.1-10.82.0.40"});
+  auto nad = [&](const std::string& name, const std::string& pool) {
+    api::NetworkAttachmentDefinition n;
+    n.metadata.name = name;
+    n.metadata.namespace_ = ns_;
+    n.spec.config = base::DumpJson(base::Json{
+        {"cniVersion", "1.0.0"},
+        {"name", name},
+        {"plugins", base::Json::array({
+                        base::Json{{"type", "macvlan"},
+                                   {"master", "eth1"},
+                                   {"ipam", {{"type", "spiderpool"},
+                                             {"default_ipv4_ippool", base::Json::array({Pool(pool)})}}}},
+                        base::Json{{"type", "coordinator"}},
+                    })}});
+    auto created = kube::Client<api::NetworkAttachmentDefinition>(cluster_->rest()).Create(n);
+    ASSERT_TRUE(created.ok()) << created.status();
+  };
+  nad("macvlan-cluster", "cluster");
+  nad("macvlan-annotated", "annotated");
+  std::vector<api::Pod> pods;
+  for (int i = 0; i < 4; ++i) pods.push_back(CreatePod(base::StrCat("w", i), "a"));
+  for (int i = 0; i < 2; ++i) {
+    pods.push_back(CreatePod(base::StrCat("n", i), "a",
+                             {{"v1.multus-cni.io/default-network",
+                               base::StrCat(ns_, "/macvlan-annotated")}}));
+  }
+  multus_cluster_network_ = base::StrCat(ns_, "/macvlan-cluster");
+  IpamService& agent = Agent("a");
+  // Bounded waits (the prewarm comes within prewarm_stagger, 1 s): failure guards only.
+  for (int i = 0; i < 400 && (Reservations("cluster") < 4 || Reservations("annotated") < 2); ++i) {
+    absl::SleepFor(absl::Milliseconds(25));
+  }
+  // (Each block is sized by every pod waiting on the node: the demand is not split by pool.)
+  EXPECT_GE(Reservations("cluster"), 4) << "the cluster network's pool, for the 4 plain pods";
+  EXPECT_GE(Reservations("annotated"), 2) << "the annotated network's pool, for its 2 pods";
+  EXPECT_EQ(Reservations("v4"), 0) << "no pod's network uses the cluster's default pool";
+  EXPECT_EQ(agent.block_stats().prewarmed, 2);
+  // Their ADDs carry those NADs' configs and take the reserved IPs.
+  for (size_t i = 0; i < pods.size(); ++i) {
+    ipamapi::IpamAddArgs add = Add(pods[i]);
+    add.default_ipv4_ippool = {Pool(i < 4 ? "cluster" : "annotated")};
+    auto r = agent.Allocate(add, Deadline());
+    ASSERT_TRUE(r.ok()) << r.status();
+  }
+  EXPECT_EQ(agent.block_stats().taken, 6) << "every ADD, the first included, used the block";
+  EXPECT_EQ(Records("cluster").size(), 4u);
+  EXPECT_EQ(Records("annotated").size(), 2u);
+}
+
 // A DEL returns once the SpiderEndpoint is gone, without writing the pool: here every pool
 // status write fails while it runs. The records are freed in the background once writes work
 // again, without anyone flushing (issue 17 point 1).

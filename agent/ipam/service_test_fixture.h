@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -85,7 +86,9 @@ class ServiceTest : public ::testing::TestWithParam<int64_t> {
     config.node_ip_block_size = GetParam();
     config.node_ip_block_standing = standing_;
     auto s = std::make_unique<TestAgent>(
-        *rest, ServiceOptions{.node_name = Node(node), .config = config});
+        *rest, ServiceOptions{.node_name = Node(node),
+                              .multus_cluster_network = multus_cluster_network_,
+                              .config = config});
     EXPECT_TRUE(s->service.WaitForSync(absl::Seconds(30)));
     services_.push_back(std::move(s));
     return services_.back()->service;
@@ -133,6 +136,8 @@ class ServiceTest : public ::testing::TestWithParam<int64_t> {
   // nodeIPBlockStanding of the next Agent() (blocks.h point 8). Off unless a case sets it: the
   // cases below count the reservations that pods' demand makes.
   int64_t standing_ = 0;
+  // The Multus cluster network ("ns/name") of the next Agent(); none unless a case sets it.
+  std::optional<std::string> multus_cluster_network_;
 };
 
 // Reservations (blocks.h): most ADDs of a node need no pool write; the pod records appear in
