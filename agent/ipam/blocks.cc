@@ -89,7 +89,10 @@ NodeBlocks::Stats NodeBlocks::stats() const {
 
 NodeBlocks::Block& NodeBlocks::BlockLocked(const std::string& pool) {
   Block& b = blocks_[pool];
-  if (!b.loaded) LoadLocked(pool, b);
+  if (!b.loaded) {
+    b.pool = pool;
+    LoadLocked(pool, b);
+  }
   return b;
 }
 
@@ -177,6 +180,13 @@ int64_t NodeBlocks::WaitingLocked(const Block& b, const std::string& allocating_
   uids.erase(allocating_uid);
   for (const std::string& uid : b.slow_writing) uids.erase(uid);
   for (const auto& [uid, at] : b.slow_wrote) uids.erase(uid);
+  // A pod predicted to use other pools only is not this pool's demand: a node whose pods
+  // attach to two networks reserved for all of them in both.
+  std::erase_if(uids, [&](const std::string& uid) {
+    auto it = predicted_.find(uid);
+    return it != predicted_.end() &&
+           std::find(it->second.begin(), it->second.end(), b.pool) == it->second.end();
+  });
   return static_cast<int64_t>(uids.size());
 }
 
@@ -708,6 +718,7 @@ void NodeBlocks::Loop(std::stop_token stop) {
       }
       PlanPrewarm(forecast.for_waiting_pods);
       if (forecast_read) {
+        predicted_ = std::move(forecast.by_waiting_pod);
         standing_pools_ = {forecast.standing.begin(), forecast.standing.end()};
         for (const std::string& pool : standing_pools_) BlockLocked(pool);
       }

@@ -162,6 +162,9 @@ struct BlockOptions {
 // What the request flow expects this node's pods to use (points 4 and 8).
 struct PoolForecast {
   std::vector<std::string> for_waiting_pods;  // the pools the waiting pods' selection picks
+  // The same per waiting pod UID: a pod is demand only in the pools predicted for it (a pod
+  // with no prediction, e.g. one the selection has not reached yet, counts in every pool).
+  std::map<std::string, std::vector<std::string>> by_waiting_pod;
   std::vector<std::string> standing;          // a pod without annotations would get these here
 };
 
@@ -291,6 +294,7 @@ class NodeBlocks {
 
  private:
   struct Block {
+    std::string pool;  // its name
     bool loaded = false;
     std::set<base::IPAddress> free;
     std::map<base::IPAddress, ::spiderpool::ipam::AllocationRequest> assigned;
@@ -334,7 +338,8 @@ class NodeBlocks {
   // Below half of its block: time to top up ahead of demand.
   bool Low(const Block& b) const;
   void LoadLocked(const std::string& pool, Block& b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Pods waiting on this node that `b` has not served yet (the demand hint, 0 if unknown).
+  // Pods waiting on this node that `b` has not served yet and that are not predicted to use
+  // other pools only (the demand hint, 0 if unknown).
   int64_t WaitingLocked(const Block& b, const std::string& allocating_uid = "") const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Point 6's fair part for `b` in `state` (sets b.fair_keep) and how many free reservations
@@ -395,6 +400,8 @@ class NodeBlocks {
   std::map<std::string, absl::Time> written_ ABSL_GUARDED_BY(mu_);  // uid -> noted at
   bool poked_ ABSL_GUARDED_BY(mu_) = false;
   std::set<std::string> standing_pools_ ABSL_GUARDED_BY(mu_);  // the last forecast's (point 8)
+  // The last forecast's pools per waiting pod UID (WaitingLocked).
+  std::map<std::string, std::vector<std::string>> predicted_ ABSL_GUARDED_BY(mu_);
   Stats stats_ ABSL_GUARDED_BY(mu_);
   std::minstd_rand rng_ ABSL_GUARDED_BY(mu_);
   std::jthread keeper_;

@@ -324,11 +324,11 @@ PoolForecast IpamService::Forecast() {
     }
     out.insert(it->second.begin(), it->second.end());
   }
+  PoolForecast forecast{.for_waiting_pods = {out.begin(), out.end()}, .by_waiting_pod = now};
   {
     absl::MutexLock l(&prewarm_mu_);
     predicted_ = std::move(now);  // only the pods still waiting
   }
-  PoolForecast forecast{.for_waiting_pods = {out.begin(), out.end()}};
   // A pod with no annotations, in a namespace with none (rules 5 and 6: the NAD's defaults of
   // the last ADD, the cluster's default pools), that the pools' node filters let in here.
   args = WithNetworkDefaults(std::move(args), {}, "");

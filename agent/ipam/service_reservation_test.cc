@@ -216,9 +216,9 @@ TEST_P(ReservationTest, PrewarmsThePoolsOfTheWaitingPodsNetworks) {
   for (int i = 0; i < 400 && (Reservations("cluster") < 4 || Reservations("annotated") < 2); ++i) {
     absl::SleepFor(absl::Milliseconds(25));
   }
-  // (Each block is sized by every pod waiting on the node: the demand is not split by pool.)
-  EXPECT_GE(Reservations("cluster"), 4) << "the cluster network's pool, for the 4 plain pods";
-  EXPECT_GE(Reservations("annotated"), 2) << "the annotated network's pool, for its 2 pods";
+  // Each pool's block is sized by the pods predicted to use it, not by every pod waiting here.
+  EXPECT_EQ(Reservations("cluster"), 4) << "the cluster network's pool, for the 4 plain pods";
+  EXPECT_EQ(Reservations("annotated"), 2) << "the annotated network's pool, for its 2 pods";
   EXPECT_EQ(Reservations("v4"), 0) << "no pod's network uses the cluster's default pool";
   EXPECT_EQ(agent.block_stats().prewarmed, 2);
   // Their ADDs carry those NADs' configs and take the reserved IPs.
