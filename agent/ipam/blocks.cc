@@ -182,12 +182,14 @@ int64_t NodeBlocks::WaitingLocked(const Block& b, const std::string& allocating_
   for (const auto& [uid, at] : b.slow_wrote) uids.erase(uid);
   // A pod predicted to use other pools only is not this pool's demand: a node whose pods
   // attach to two networks reserved for all of them in both.
-  std::erase_if(uids, [&](const std::string& uid) {
+  // (A loop, not a lambda: the thread-safety analysis does not see mu_ held inside one.)
+  int64_t waiting = 0;
+  for (const std::string& uid : uids) {
     auto it = predicted_.find(uid);
-    return it != predicted_.end() &&
-           std::find(it->second.begin(), it->second.end(), b.pool) == it->second.end();
-  });
-  return static_cast<int64_t>(uids.size());
+    waiting += it == predicted_.end() ||
+               std::find(it->second.begin(), it->second.end(), b.pool) != it->second.end();
+  }
+  return waiting;
 }
 
 void NodeBlocks::NoteFairPartLocked(Block& b, const sp::PoolState& state,
