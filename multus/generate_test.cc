@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "agent/cni/ipam_conf.h"
 #include "api/codec.h"
 #include "api/core.h"
 #include "api/spider.h"
@@ -208,6 +209,40 @@ TEST(Rules, DisableIPAMDropsTheIpamBlockForEveryType) {
     Json conf = Parse(*config);
     for (const Json& p : conf["plugins"]) EXPECT_FALSE(p.contains("ipam")) << p;
   }
+}
+
+// The agent's prewarm reads a NAD's pools with cni::SpiderpoolIpamOf: it finds them in what
+// we generate for every type, and none with disableIPAM.
+TEST(Rules, TheAgentReadsThePoolsOfEveryGeneratedNAD) {
+  int with_pools = 0;
+  for (const auto& e : fs::directory_iterator(kTestdata)) {
+    if (e.path().extension() != ".yaml") continue;
+    SCOPED_TRACE(e.path().string());
+    SpiderMultusConfig smc = LoadSmc(e.path());
+    if (smc.spec.cni_type.value_or("custom") == "custom") continue;
+    auto config = GenerateCNIConfig(smc);
+    ASSERT_TRUE(config.ok()) << config.status();
+    const Json conf = Parse(*config);
+    Json ipam;
+    for (const Json& p : conf["plugins"]) {
+      if (p.contains("ipam")) ipam = p["ipam"];
+    }
+    auto read = agent::cni::SpiderpoolIpamOf(*config);
+    ASSERT_TRUE(read.ok()) << read.status();
+    if (!ipam.is_object()) {  // a case with disableIPAM
+      EXPECT_FALSE(read->has_value());
+      continue;
+    }
+    ASSERT_TRUE(read->has_value());
+    EXPECT_EQ(Json((*read)->default_ipv4_ippool), ipam.value("default_ipv4_ippool", Json::array()));
+    EXPECT_EQ(Json((*read)->default_ipv6_ippool), ipam.value("default_ipv6_ippool", Json::array()));
+    with_pools += !(*read)->default_ipv4_ippool.empty() || !(*read)->default_ipv6_ippool.empty();
+    smc.spec.disable_ipam = true;
+    auto without = agent::cni::SpiderpoolIpamOf(*GenerateCNIConfig(smc));
+    ASSERT_TRUE(without.ok()) << without.status();
+    EXPECT_FALSE(without->has_value());
+  }
+  EXPECT_GT(with_pools, 0) << "no testdata case names a pool";
 }
 
 TEST(Rules, CoordinatorOnlyWhenEnabledAndNeverForCustom) {
