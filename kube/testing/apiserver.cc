@@ -37,7 +37,10 @@ using base::StrCat;
 
 namespace {
 
-constexpr absl::Duration kPeerPollInterval = absl::Milliseconds(200);
+// How often an idle watch stream checks whether its client hung up (kube-apiserver is told by
+// its network poller; here every open watch wakes up this often: 200 ms cost 100 agents' ~800
+// watches 4000 wake-ups a second).
+constexpr absl::Duration kPeerPollInterval = absl::Seconds(1);
 
 std::string RandomToken() {
   std::random_device rd;
