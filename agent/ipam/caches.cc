@@ -1,6 +1,7 @@
 #include "agent/ipam/caches.h"
 
 #include "base/strings.h"
+#include "ipam/selection.h"
 
 namespace spiderpool::agent::ipam {
 Caches::Caches(std::shared_ptr<kube::RestClient> rest, const CachesOptions& options)
@@ -9,7 +10,13 @@ Caches::Caches(std::shared_ptr<kube::RestClient> rest, const CachesOptions& opti
       namespaces(rest, {.registry = options.registry}),
       node(rest, {.field_selector = base::StrCat("metadata.name=", options.node_name),
                   .registry = options.registry}),
-      pools(rest, {.registry = options.registry}),
+      // The status of the pools this node may use; the others' only on spec changes.
+      pools(rest, {.registry = options.registry,
+                   .follow_status =
+                       [this, node = options.node_name](const api::SpiderIPPool& pool) {
+                         return ::spiderpool::ipam::PoolAdmitsNode(
+                             pool, {.name = node, .labels = NodeLabels()});
+                       }}),
       reserved_ips(rest, {.registry = options.registry}),
       // This node's endpoints only (the CRD's selectableFields; every endpoint on an API
       // server without them).

@@ -169,7 +169,8 @@ absl::Time PoolCache::Refresh() {
                                                       c.pool->metadata.resource_version);
         if (spec_changed) {
           due.push_back(name);
-        } else if (status_changed) {
+        } else if (status_changed &&
+                   (!options_.follow_status || options_.follow_status(*c.pool))) {
           const absl::Time at = c.read_at + options_.status_refresh;
           if (now >= at) due.push_back(name); else next = std::min(next, at);
         }

@@ -14,7 +14,8 @@
 //   - when a reader needs the newest status (Fresh: the committer before it writes, the rare
 //     DEL paths that look for a pod's records),
 //   - in the background, at most every `status_refresh` per pool that changed meanwhile (the
-//     keeper's tightness, the DRA capacities: advisory, so a bounded staleness is fine),
+//     keeper's tightness, the DRA capacities: advisory, so a bounded staleness is fine), for
+//     the pools `follow_status` picks (the agent's: those its node may use),
 //   - and this agent's own reads and writes of a pool are remembered (Remember).
 // So another agent's write costs a metadata event here, not a decode of the whole pool.
 //
@@ -50,6 +51,11 @@ struct PoolCacheOptions {
   absl::Duration retry = absl::Seconds(1);
   base::Clock* clock = nullptr;
   kube::metrics::Registry* registry = nullptr;
+  // The pools whose status changes the background refresh follows (nullptr: every pool). The
+  // agent follows the pools its node may use (ipam::PoolAdmitsNode): another rack's pool is
+  // read again only when its spec changes or a reader asks for Fresh. Without it every agent
+  // re-read every busy pool of the cluster every `status_refresh`, thousands of records each.
+  std::function<bool(const api::SpiderIPPool& pool)> follow_status;
 };
 
 class PoolCache {

@@ -126,6 +126,30 @@ TEST_F(PoolCacheTest, ASpecChangeIsReadAtOnceAndAStatusChangeWithinTheRefresh) {
   EXPECT_GE(updates.load(), 2);
 }
 
+// Only the pools the agent follows (its node may use them) are read again when their status
+// changes; another pool's status writes stay metadata, its spec changes are still read.
+TEST_F(PoolCacheTest, TheStatusOfAPoolNotFollowedIsNotReadAgain) {
+  PoolCache& cache = Start(
+      {.status_refresh = absl::Milliseconds(50),
+       .follow_status = [&](const api::SpiderIPPool& p) { return p.metadata.name != name_; }});
+  const int64_t reads = cache.reads();
+  const std::string first_rv = cache.Get(name_)->metadata.resource_version;
+  const std::string rv = WriteStatus("10.9.0.3");
+  ASSERT_TRUE(MetaAt(cache, rv)) << "the metadata watch did not see the write";
+  absl::SleepFor(absl::Milliseconds(500));  // ten refresh periods
+  EXPECT_EQ(cache.reads(), reads) << "the status write of a pool not followed was read";
+  EXPECT_EQ(cache.Get(name_)->metadata.resource_version, first_rv);
+
+  kube::Client<api::SpiderIPPool> pools(cluster_->rest());
+  auto patched = pools.Patch("", name_, kube::PatchType::kMerge,
+                             {{"spec", {{"ips", {"10.9.0.1-10.9.0.40"}}}}});
+  ASSERT_TRUE(patched.ok()) << patched.status();
+  EXPECT_TRUE(WaitUntil([&] {
+    auto p = cache.Get(name_);
+    return p != nullptr && p->spec.ips == std::vector<std::string>{"10.9.0.1-10.9.0.40"};
+  })) << "the spec change of a pool not followed was not read";
+}
+
 TEST_F(PoolCacheTest, ADeletedPoolIsGone) {
   std::atomic<int> deletes{0};
   PoolCache& cache = Start({.status_refresh = absl::Hours(1)}, [&](PoolCache& c) {
