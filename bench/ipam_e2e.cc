@@ -22,6 +22,8 @@
 //       [--multus=0 (no NetworkAttachmentDefinition: the agents learn their pods' pools only
 //        from their first ADD, so none prewarms; default 1: each pool's CNI config is also a
 //        NAD, the agents' Multus cluster network, as in a Spiderpool install with Multus)]
+//       [--watch-min-timeout-s=N (the server ends a watch after N to 2N s; default 20, the
+//        loopback's; kube-apiserver's --min-request-timeout is 1800)]
 //       [--start-delay-ms=N (wait N ms after the agents answer before the first ADD: agents
 //        that have been running a while)]
 //       [--pod-lead-ms=N (each pod created N ms before its ADD; default -1: all created before
@@ -261,6 +263,9 @@ base::Json SliceStats(const std::map<std::string, std::vector<double>>& writes, 
           {"max_per_node_in_any_2s", max_in_window}};
 }
 
+// The label of a node's rack: the nodes of one rack share a pool.
+constexpr char kRackLabel[] = "bench.spiderpool.io/rack";
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -282,6 +287,7 @@ int main(int argc, char** argv) {
   const bool default_pool = Flag(argc, argv, "default-pool", 0) != 0;
   const int start_delay_ms = Flag(argc, argv, "start-delay-ms", 0);
   const bool multus = Flag(argc, argv, "multus", 1) != 0;
+  const int watch_min_timeout_s = Flag(argc, argv, "watch-min-timeout-s", 20);
   const bool with_controller = Flag(argc, argv, "controller", 1) != 0;
   // Off by default: the DRA binary adds ~13 MB of agent RSS and ~2 API requests per ADD, which
   // would blur the IPAM numbers; --dra=1 measures the ResourceSlice writes (issue 15).
@@ -313,9 +319,16 @@ int main(int argc, char** argv) {
   // Each open watch and each idle keep-alive connection holds a server thread: every agent
   // needs a few dozen. Bookmarks every minute, as kube-apiserver's watch cache sends them (the
   // loopback's default of 1 s, for tests, made 100 agents' ~700 watches take the server's lock
-  // 700 times a second).
+  // 700 times a second). Idle keep-alive connections stay the loopback's 2 s, not
+  // kube-apiserver's 90 s: cpp-httplib's server polls every idle keep-alive connection every
+  // ~10 ms: with 90 s the server used 17.5 s of CPU in 10 idle seconds of 100 agents (2 s:
+  // 6.3 s). Watches end after the loopback's 20 to 40 s unless
+  // --watch-min-timeout-s says otherwise (kube-apiserver: --min-request-timeout=1800; see
+  // bench/README.md "session 17" for what 1800 did at 100 nodes).
   auto cluster = kube::testing::TestCluster::Start(
-      {.bookmark_interval = absl::Minutes(1), .worker_threads = std::max(1024, nodes * 40)});
+      {.bookmark_interval = absl::Minutes(1),
+       .worker_threads = std::max(1024, nodes * 40),
+       .watch_min_request_timeout = absl::Seconds(watch_min_timeout_s)});
   if (!cluster.ok()) {
     std::cerr << cluster.status() << "\n";
     return 1;
@@ -339,7 +352,8 @@ int main(int argc, char** argv) {
   // is upstream's ipamMaxAllocatedIPs, counts node reservations too, so a bigger pool could
   // never be filled; a 10,000-record pool would also near etcd's 1.5 MiB object limit). Then
   // consecutive nodes share a pool ("bench-pool-<k>", 10.<100+k>.0.1 and up) of at most that
-  // many IPs, as pools per rack do.
+  // many IPs, as pools per rack do: the nodes are labelled with their rack (kRackLabel) and each
+  // pool's nodeAffinity admits its rack's nodes.
   const int pool_max_ips = Flag(argc, argv, "pool-max-ips", 5000);
   const int nodes_per_pool = std::max(1, pool_max_ips / std::max(1, per_node));
   const int pool_count = (nodes + nodes_per_pool - 1) / nodes_per_pool;
@@ -357,6 +371,11 @@ int main(int argc, char** argv) {
                                   last % 256)};
     pool.spec.gateway = base::StrCat("10.", 100 + k, ".255.254");
     if (default_pool) pool.spec.default_ = true;
+    // A rack's pool admits the rack's nodes only (and their agents follow only its status).
+    if (pool_count > 1) {
+      pool.spec.node_affinity =
+          api::LabelSelector{.match_labels = {{kRackLabel, std::to_string(k)}}};
+    }
     auto created = kube::Client<api::SpiderIPPool>(c.rest()).Create(pool);
     if (!created.ok()) {
       std::cerr << created.status() << "\n";
@@ -407,6 +426,7 @@ int main(int argc, char** argv) {
   for (int n = 0; n < nodes; ++n) {
     api::Node node;
     node.metadata.name = base::StrCat("node-", n);
+    node.metadata.labels[kRackLabel] = std::to_string(n / nodes_per_pool);
     if (!kube::Client<api::Node>(c.rest()).Create(node).ok()) return 1;
     for (int i = 0; i < per_node; ++i) {
       pod_refs.push_back({base::StrCat("pod-", n, "-", i), "", n});
@@ -747,6 +767,7 @@ int main(int argc, char** argv) {
       {"default_pool", default_pool},
       {"start_delay_ms", start_delay_ms},
       {"multus", multus},
+      {"watch_min_timeout_s", watch_min_timeout_s},
       {"latency_model", latency_json},
       {"agent_binary", agent_bin},
       {"agents_ready_s", agents_ready_s},
