@@ -24,6 +24,8 @@
 //        NAD, the agents' Multus cluster network, as in a Spiderpool install with Multus)]
 //       [--watch-min-timeout-s=N (the server ends a watch after N to 2N s; default 20, the
 //        loopback's; kube-apiserver's --min-request-timeout is 1800)]
+//       [--server-threads=N (the loopback server's connection threads; default
+//        max(1024, 40 x nodes): one per open watch and per idle keep-alive connection)]
 //       [--start-delay-ms=N (wait N ms after the agents answer before the first ADD: agents
 //        that have been running a while)]
 //       [--pod-lead-ms=N (each pod created N ms before its ADD; default -1: all created before
@@ -288,6 +290,7 @@ int main(int argc, char** argv) {
   const int start_delay_ms = Flag(argc, argv, "start-delay-ms", 0);
   const bool multus = Flag(argc, argv, "multus", 1) != 0;
   const int watch_min_timeout_s = Flag(argc, argv, "watch-min-timeout-s", 20);
+  const int server_threads = Flag(argc, argv, "server-threads", std::max(1024, nodes * 40));
   const bool with_controller = Flag(argc, argv, "controller", 1) != 0;
   // Off by default: the DRA binary adds ~13 MB of agent RSS and ~2 API requests per ADD, which
   // would blur the IPAM numbers; --dra=1 measures the ResourceSlice writes (issue 15).
@@ -327,7 +330,7 @@ int main(int argc, char** argv) {
   // bench/README.md "session 17" for what 1800 did at 100 nodes).
   auto cluster = kube::testing::TestCluster::Start(
       {.bookmark_interval = absl::Minutes(1),
-       .worker_threads = std::max(1024, nodes * 40),
+       .worker_threads = server_threads,
        .watch_min_request_timeout = absl::Seconds(watch_min_timeout_s)});
   if (!cluster.ok()) {
     std::cerr << cluster.status() << "\n";
@@ -768,6 +771,7 @@ int main(int argc, char** argv) {
       {"start_delay_ms", start_delay_ms},
       {"multus", multus},
       {"watch_min_timeout_s", watch_min_timeout_s},
+      {"server_threads", server_threads},
       {"latency_model", latency_json},
       {"agent_binary", agent_bin},
       {"agents_ready_s", agents_ready_s},
