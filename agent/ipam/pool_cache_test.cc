@@ -61,6 +61,16 @@ class PoolCacheTest : public kube::testing::SpiderClusterTest {
     EXPECT_TRUE(w.ok()) << w.status();
     return w.ok() ? w->metadata.resource_version : "";
   }
+  // A spec change (the pool's IP range becomes `ips`), and whether `cache` read it.
+  bool PatchIpsAndSeeIt(const PoolCache& cache, const std::string& ips) {
+    auto patched = kube::Client<api::SpiderIPPool>(cluster_->rest())
+                       .Patch("", name_, kube::PatchType::kMerge, {{"spec", {{"ips", {ips}}}}});
+    EXPECT_TRUE(patched.ok()) << patched.status();
+    return patched.ok() && WaitUntil([&] {
+             auto p = cache.Get(name_);
+             return p != nullptr && p->spec.ips == std::vector<std::string>{ips};
+           });
+  }
   bool MetaAt(const PoolCache& cache, const std::string& rv) {
     return WaitUntil([&] {
       auto m = cache.Meta(name_);
@@ -110,14 +120,7 @@ TEST_F(PoolCacheTest, ASpecChangeIsReadAtOnceAndAStatusChangeWithinTheRefresh) {
       updates.fetch_add(1);
     }});
   });
-  kube::Client<api::SpiderIPPool> pools(cluster_->rest());
-  auto patched = pools.Patch("", name_, kube::PatchType::kMerge,
-                             {{"spec", {{"ips", {"10.9.0.1-10.9.0.30"}}}}});
-  ASSERT_TRUE(patched.ok()) << patched.status();
-  ASSERT_TRUE(WaitUntil([&] {
-    auto p = cache.Get(name_);
-    return p != nullptr && p->spec.ips == std::vector<std::string>{"10.9.0.1-10.9.0.30"};
-  })) << "the spec change was not read";
+  ASSERT_TRUE(PatchIpsAndSeeIt(cache, "10.9.0.1-10.9.0.30")) << "the spec change was not read";
 
   const std::string rv = WriteStatus("10.9.0.2");
   ASSERT_TRUE(WaitUntil([&] {
@@ -140,14 +143,8 @@ TEST_F(PoolCacheTest, TheStatusOfAPoolNotFollowedIsNotReadAgain) {
   EXPECT_EQ(cache.reads(), reads) << "the status write of a pool not followed was read";
   EXPECT_EQ(cache.Get(name_)->metadata.resource_version, first_rv);
 
-  kube::Client<api::SpiderIPPool> pools(cluster_->rest());
-  auto patched = pools.Patch("", name_, kube::PatchType::kMerge,
-                             {{"spec", {{"ips", {"10.9.0.1-10.9.0.40"}}}}});
-  ASSERT_TRUE(patched.ok()) << patched.status();
-  EXPECT_TRUE(WaitUntil([&] {
-    auto p = cache.Get(name_);
-    return p != nullptr && p->spec.ips == std::vector<std::string>{"10.9.0.1-10.9.0.40"};
-  })) << "the spec change of a pool not followed was not read";
+  EXPECT_TRUE(PatchIpsAndSeeIt(cache, "10.9.0.1-10.9.0.40"))
+      << "the spec change of a pool not followed was not read";
 }
 
 TEST_F(PoolCacheTest, ADeletedPoolIsGone) {

@@ -39,6 +39,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "agent/cni/ipam_conf.h"
 #include "agent/ipam/blocks.h"
 #include "agent/ipam/caches.h"
 #include "agent/ipam/committer.h"
@@ -141,13 +142,9 @@ class IpamService : public IpamBackend {
   ipamapi::IpamAddArgs WithNetworkDefaults(ipamapi::IpamAddArgs args,
                                            const std::map<std::string, std::string>& annotations,
                                            std::string_view ns);
-  struct NadIpam {
-    std::vector<std::string> ipv4_pools, ipv6_pools;
-    bool clean_gateway = false;
-  };
   // The spiderpool IPAM section of NAD "ns/name", read at most once per kNadTtl (nullopt: no
   // such NAD, it cannot be read, or it does not use spiderpool; an unreadable one is logged).
-  std::optional<NadIpam> NadIpamOf(const std::string& nad);
+  std::optional<cni::IPAMConf> NadIpamOf(const std::string& nad);
   static constexpr absl::Duration kNadTtl = absl::Seconds(30);
   ::spiderpool::ipam::SelectionConfig SelectionConfigFor() const;
 
@@ -241,7 +238,7 @@ class IpamService : public IpamBackend {
   ipamapi::IpamAddArgs add_template_ ABSL_GUARDED_BY(prewarm_mu_);
   std::map<std::string, std::vector<std::string>> predicted_ ABSL_GUARDED_BY(prewarm_mu_);
   std::map<std::string, std::string> sandboxes_ ABSL_GUARDED_BY(prewarm_mu_);  // uid -> container
-  std::map<std::string, std::pair<absl::Time, std::optional<NadIpam>>> nad_ipam_
+  std::map<std::string, std::pair<absl::Time, std::optional<cni::IPAMConf>>> nad_ipam_
       ABSL_GUARDED_BY(prewarm_mu_);  // NadIpamOf: "ns/name" -> (read at, what it said)
 
   absl::Mutex locks_mu_;
