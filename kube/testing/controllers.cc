@@ -27,13 +27,6 @@ bool HasFinalizer(const Json& obj, std::string_view f) {
   return std::find(fs.begin(), fs.end(), f) != fs.end();
 }
 
-const Json* OwnerRefs(const Json& obj) {
-  const Json& m = MetaOf(obj);
-  auto it = m.find("ownerReferences");
-  if (it == m.end() || !it->is_array() || it->empty()) return nullptr;
-  return &*it;
-}
-
 }  // namespace
 
 Controllers::Controllers(Core* core, std::string root_ca_pem)

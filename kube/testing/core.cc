@@ -137,6 +137,11 @@ Core::~Core() { CloseWatches(); }
 StoredPtr Core::MakeStored(Json obj, std::string key, int64_t rv) const {
   auto s = std::make_shared<Stored>();
   s->labels = api::LabelsOf(obj);
+  if (const Json* refs = OwnerRefs(obj)) {
+    for (const Json& ref : *refs) {
+      if (ref.is_object() && !Str(ref, "uid").empty()) s->owner_uids.push_back(Str(ref, "uid"));
+    }
+  }
   s->text = base::DumpJson(obj);
   s->obj = std::move(obj);
   s->key = std::move(key);
@@ -300,6 +305,19 @@ void Core::OfferLocked(const ResourceState& rs, Watcher& w, const Event& e,
 }
 
 void Core::EmitLocked(ResourceState& rs, std::string type, StoredPtr obj, StoredPtr prev) {
+  if (prev) {
+    for (const std::string& uid : prev->owner_uids) {
+      auto it = dependents_.find(uid);
+      if (it == dependents_.end()) continue;
+      it->second.erase({rs.group, rs.plural, prev->key});
+      if (it->second.empty()) dependents_.erase(it);
+    }
+  }
+  if (type != "DELETED") {
+    for (const std::string& uid : obj->owner_uids) {
+      dependents_[uid].insert({rs.group, rs.plural, obj->key});
+    }
+  }
   Event e{std::move(type), obj->rv, std::move(obj), std::move(prev)};
   if (options_.watch_history_size == 0) {
     rs.history_floor = e.rv;
@@ -353,18 +371,17 @@ std::vector<ObjectRef> Core::AllObjects() const {
 
 std::vector<ObjectRef> Core::DependentsOf(const std::set<std::string>& uids) const {
   std::lock_guard<std::mutex> l(mu_);
+  std::set<DependentKey> keys;
+  for (const std::string& uid : uids) {
+    auto it = dependents_.find(uid);
+    if (it != dependents_.end()) keys.insert(it->second.begin(), it->second.end());
+  }
   std::vector<ObjectRef> out;
-  for (const auto& [k, rs] : resources_) {
-    for (const auto& [key, s] : rs.objects) {
-      auto refs = MetaOf(s->obj).find("ownerReferences");
-      if (refs == MetaOf(s->obj).end() || !refs->is_array()) continue;
-      for (const Json& ref : *refs) {
-        if (ref.is_object() && uids.count(Str(ref, "uid"))) {
-          out.push_back(RefLocked(rs, s));
-          break;
-        }
-      }
-    }
+  for (const auto& [group, plural, key] : keys) {
+    const ResourceState* rs = FindLocked(group, plural);
+    if (!rs) continue;
+    auto o = rs->objects.find(key);
+    if (o != rs->objects.end()) out.push_back(RefLocked(*rs, o->second));
   }
   return out;
 }

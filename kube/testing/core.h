@@ -21,6 +21,8 @@
 #include <random>
 #include <set>
 #include <string>
+#include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -66,6 +68,7 @@ struct Stored {
   std::string key;   // "ns/name" or "name"
   int64_t rv = 0;
   api::Labels labels;
+  std::vector<std::string> owner_uids;  // metadata.ownerReferences[].uid
 };
 using StoredPtr = std::shared_ptr<const Stored>;
 
@@ -338,6 +341,10 @@ class Core {
   std::mt19937_64 rng_;                                 // guarded by mu_
 
   EventHook event_hook_;                                // guarded by mu_
+  // The garbage collector's graph (kube-controller-manager keeps one too): owner uid ->
+  // (group, plural, key) of every object naming it, maintained by EmitLocked.
+  using DependentKey = std::tuple<std::string, std::string, std::string>;
+  std::unordered_map<std::string, std::set<DependentKey>> dependents_;  // guarded by mu_
 
   // 504 Timeout for a request whose deadline passed (counted in timed_out_).
   HttpResponse DeadlineExceeded();

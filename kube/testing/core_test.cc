@@ -3,8 +3,11 @@
 
 #include "kube/testing/core.h"
 
+#include <algorithm>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kube/testing/core_util.h"
 #include "kube/testing/errors.h"
 #include "kube/testing/resources.h"
 
@@ -145,6 +148,41 @@ TEST(Resources, StrategicMergePatch) {
   EXPECT_EQ((*replaced)["a"], Json::parse(R"({"z":1})"));
   EXPECT_FALSE(ApplyStrategicMergePatch(target, Json::parse(R"({"a":{"$patch":"bogus"}})")).ok());
   EXPECT_FALSE(ApplyStrategicMergePatch(target, Json::array()).ok());
+}
+
+Json OwnedCm(const std::string& name, const std::vector<std::string>& owner_uids) {
+  Json refs = Json::array();
+  for (const std::string& uid : owner_uids) {
+    refs.push_back({{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"name", "o"}, {"uid", uid}});
+  }
+  return {{"metadata", {{"name", name}, {"ownerReferences", refs}}}};
+}
+
+std::vector<std::string> Names(const std::vector<ObjectRef>& refs) {
+  std::vector<std::string> out;
+  for (const ObjectRef& r : refs) out.push_back(MetaStr(r.obj->obj, "name"));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(Core, DependentsFollowCreatesUpdatesAndDeletes) {
+  Core core({});
+  const std::string cms = "/api/v1/namespaces/default/configmaps";
+  ASSERT_EQ(core.Handle(Req("POST", cms, OwnedCm("a", {"u1"}))).code, 201);
+  ASSERT_EQ(core.Handle(Req("POST", cms, OwnedCm("b", {"u1", "u2"}))).code, 201);
+  ASSERT_EQ(core.Handle(Req("POST", cms, Cm("c"))).code, 201);
+  EXPECT_THAT(Names(core.DependentsOf({"u1"})), ::testing::ElementsAre("a", "b"));
+  EXPECT_THAT(Names(core.DependentsOf({"u1", "u2"})), ::testing::ElementsAre("a", "b"));
+  EXPECT_THAT(Names(core.DependentsOf({"u2"})), ::testing::ElementsAre("b"));
+  // b drops u1 and gains u3; c gains u2.
+  ASSERT_EQ(core.Handle(Req("PUT", cms + "/b", OwnedCm("b", {"u2", "u3"}))).code, 200);
+  ASSERT_EQ(core.Handle(Req("PUT", cms + "/c", OwnedCm("c", {"u2"}))).code, 200);
+  EXPECT_THAT(Names(core.DependentsOf({"u1"})), ::testing::ElementsAre("a"));
+  EXPECT_THAT(Names(core.DependentsOf({"u2"})), ::testing::ElementsAre("b", "c"));
+  EXPECT_THAT(Names(core.DependentsOf({"u3"})), ::testing::ElementsAre("b"));
+  ASSERT_EQ(core.Handle(Req("DELETE", cms + "/a")).code, 200);
+  EXPECT_THAT(core.DependentsOf({"u1"}), ::testing::IsEmpty());
+  EXPECT_THAT(core.DependentsOf({"nobody"}), ::testing::IsEmpty());
 }
 
 TEST(Resources, FieldValue) {

@@ -43,6 +43,13 @@ int64_t MetaGeneration(const Json& obj) {
   return it->get<int64_t>();
 }
 
+const Json* OwnerRefs(const Json& obj) {
+  const Json& m = MetaOf(obj);
+  auto it = m.find("ownerReferences");
+  if (it == m.end() || !it->is_array() || it->empty()) return nullptr;
+  return &*it;
+}
+
 std::vector<std::string> Finalizers(const Json& obj) {
   std::vector<std::string> out;
   const Json& m = MetaOf(obj);

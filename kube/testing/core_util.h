@@ -27,6 +27,8 @@ std::string MetaStr(const base::Json& obj, std::string_view key);
 base::Json& MutableMeta(base::Json& obj);
 int64_t MetaGeneration(const base::Json& obj);
 std::vector<std::string> Finalizers(const base::Json& obj);
+// metadata.ownerReferences when a non-empty array, else nullptr.
+const base::Json* OwnerRefs(const base::Json& obj);
 bool Deleting(const base::Json& obj);  // metadata.deletionTimestamp is set
 // metadata.deletionGracePeriodSeconds is 0: the last finalizer's removal deletes the object.
 bool GracePeriodZero(const base::Json& obj);
