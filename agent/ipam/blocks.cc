@@ -236,10 +236,9 @@ void NodeBlocks::TopUp(const std::string& pool, sp::PoolState& state,
   }
   // Reservations of ours in this (newest) state that we do not track: reserved by an earlier
   // attempt whose write was reported failed but landed. They are ours and unused: adopt them.
-  int64_t unused = 0;
-  for (const base::IPAddress& ip : state.ReservedFor(node_)) {
-    if (b.assigned.count(ip) || b.releasing.count(ip)) continue;
-    ++unused;
+  const std::vector<base::IPAddress> unused_ips = UnusedLocked(b, state);
+  const int64_t unused = static_cast<int64_t>(unused_ips.size());
+  for (const base::IPAddress& ip : unused_ips) {
     if (!b.free.count(ip)) reserved->push_back(ip);
   }
   // The batch-mates on the slow path take their IPs after this (or did: then one too few is
@@ -486,6 +485,27 @@ absl::Status NodeBlocks::FlushAll(absl::Time deadline) {
     SP_RETURN_IF_ERROR(Sync(pool, {.flush = true, .free_records = true}, deadline));
   }
   return absl::OkStatus();
+}
+
+std::vector<base::IPAddress> NodeBlocks::UnusedLocked(const Block& b,
+                                                     const sp::PoolState& state) const {
+  std::vector<base::IPAddress> out;
+  for (const base::IPAddress& ip : state.ReservedFor(node_)) {
+    if (!b.assigned.count(ip) && !b.releasing.count(ip)) out.push_back(ip);
+  }
+  return out;
+}
+
+void NodeBlocks::AdoptUntracked(const std::string& pool, const sp::PoolState& state,
+                                std::vector<base::IPAddress>* adopted, bool* dirty) {
+  adopted->clear();
+  if (!enabled()) return;
+  absl::MutexLock l(&mu_);
+  const Block& b = BlockLocked(pool);
+  for (const base::IPAddress& ip : UnusedLocked(b, state)) {
+    if (!b.free.count(ip)) adopted->push_back(ip);
+  }
+  if (!adopted->empty()) *dirty = true;
 }
 
 int64_t NodeBlocks::Waitable(const std::string& pool, const sp::PoolState& state) {

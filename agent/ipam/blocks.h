@@ -254,6 +254,14 @@ class NodeBlocks {
   // For a slow-path mutation whose pool is full: reservations in `state` that may still come
   // to us (other nodes' — they give idle ones back — and ours not handed out yet).
   int64_t Waitable(const std::string& pool, const ::spiderpool::ipam::PoolState& state);
+  // For a slow-path mutation whose pool is full: this node's reservations in `state` that the
+  // block does not track (a write reported failed that landed) go to `*adopted`, for
+  // AddReserved once the write landed, as TopUp's do. Marks the state dirty when there are any:
+  // the write (a no-op one is answered without a new version) proves `state` current before
+  // they are handed out. Without this an ADD waited its whole 30 s for IPs its own node held
+  // (ipam_e2e, 50 nodes: "all IP addresses used out ... (node-11: 92, ...)" on node-11).
+  void AdoptUntracked(const std::string& pool, const ::spiderpool::ipam::PoolState& state,
+                      std::vector<base::IPAddress>* adopted, bool* dirty);
   // A DEL (point 5): every IP of `pool` that `uid` holds through this node — handed out from the
   // block (back into it at once) or written as its record (freed by the keeper's next write;
   // only records of `container_id`, or of no container, when it is set). Never blocks on a
@@ -347,6 +355,11 @@ class NodeBlocks {
   void NoteFairPartLocked(Block& b, const ::spiderpool::ipam::PoolState& state,
                           const std::string& asker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t KeepForWaitingLocked(const Block& b) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // This node's reservations in `state` that no pod holds through the block and that are not
+  // being given back (the free ones and the untracked ones).
+  std::vector<base::IPAddress> UnusedLocked(const Block& b,
+                                            const ::spiderpool::ipam::PoolState& state) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   struct SyncWhat {
     bool flush = false;
     bool free_records = false;  // the pending releases

@@ -236,6 +236,8 @@ absl::StatusOr<PoolWriter::Taken> PoolWriter::TakeOne(const std::vector<std::str
         std::min(deadline - absl::Seconds(1), clock_->Now() + absl::Seconds(30));
     absl::Status s;
     std::string holders;  // who holds the pool, when it was full
+    bool adoption_tried = false;
+    absl::Time waiting_since = absl::InfiniteFuture();
     while (true) {
       if (std::optional<Taken> got = TakeReserved(pool, request, &reserved, deadline)) return *got;
       // The version this attempt starts from (at the latest): a full pool can only change by
@@ -244,6 +246,7 @@ absl::StatusOr<PoolWriter::Taken> PoolWriter::TakeOne(const std::vector<std::str
       Taken got{.pool = pool};
       std::vector<base::IPAddress> topped_up;
       int64_t waitable = 0;
+      bool adopted_only = false;  // the write only took untracked reservations of ours back
       // Slow path: the record is written before the ADD returns; the same write tops this
       // node's block up for the next ADDs.
       blocks_.SlowPathBegin(pool, request.pod_uid);
@@ -252,7 +255,15 @@ absl::StatusOr<PoolWriter::Taken> PoolWriter::TakeOne(const std::vector<std::str
           [&](PoolBook& book) -> absl::Status {
             topped_up.clear();
             waitable = 0;
+            adopted_only = false;
             absl::StatusOr<sp::PoolAllocation> a = book.state.Allocate(request);
+            if (absl::IsResourceExhausted(a.status()) && !adoption_tried) {
+              blocks_.AdoptUntracked(pool, book.state, &topped_up, &book.dirty);
+              if (!topped_up.empty()) {
+                adopted_only = true;
+                return absl::OkStatus();
+              }
+            }
             if (absl::IsResourceExhausted(a.status())) {
               waitable = blocks_.Waitable(pool, book.state);
               holders = book.state.HoldersSummary();
@@ -277,11 +288,29 @@ absl::StatusOr<PoolWriter::Taken> PoolWriter::TakeOne(const std::vector<std::str
           // In landing order (see NodeBlocks::AddReserved): never after a later give-back.
           [&] {
             blocks_.AddReserved(pool, topped_up);
-            blocks_.NoteWritten(request.pod_uid);
+            if (!adopted_only) blocks_.NoteWritten(request.pod_uid);
           });
-      blocks_.SlowPathEnd(pool, request.pod_uid, s.ok());
-      if (s.ok()) return got;
+      blocks_.SlowPathEnd(pool, request.pod_uid, s.ok() && !adopted_only);
+      if (s.ok() && adopted_only) {
+        SP_LOG(Warning).Msg("took back IP reservations of this node that a write reported "
+                            "failed had made").KV("pool", pool).KV("ips", topped_up.size())
+            .KV("pod", request.pod);
+        adoption_tried = true;  // once: the next attempt takes one of them, or goes on as usual
+        continue;
+      }
+      if (s.ok()) {
+        if (waiting_since != absl::InfiniteFuture()) {
+          SP_LOG(Info).Msg("a full pool had an IP again").KV("pool", pool).KV("pod", request.pod)
+              .KV("waited_ms", absl::ToInt64Milliseconds(clock_->Now() - waiting_since));
+        }
+        return got;
+      }
       if (!absl::IsResourceExhausted(s) || waitable == 0 || clock_->Now() >= wait_until) break;
+      if (waiting_since == absl::InfiniteFuture()) {
+        waiting_since = clock_->Now();
+        SP_LOG(Info).Msg("pool full: waiting for reservations to come back").KV("pool", pool)
+            .KV("pod", request.pod).KV("waitable", waitable).KV("holders", holders);
+      }
       // Until the pool changes (a give-back landed; the metadata watch shows it) or this
       // node's block gets IPs: checking both is cheap, loading the pool is not (at 50 nodes
       // the ADDs waiting here rebuilt 5000 records 50 times a second). The ask is renewed

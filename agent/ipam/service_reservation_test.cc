@@ -8,6 +8,7 @@
 
 #include "agent/dra/node_devices.h"
 #include "agent/ipam/service_test_fixture.h"
+#include "ipam/pool.h"
 #include "gmock/gmock.h"
 
 namespace spiderpool::agent::ipam {
@@ -295,6 +296,42 @@ TEST_P(ReservationTest, AFullPoolTakesOtherNodesIdleReservationsBeforeItFails) {
   EXPECT_TRUE(absl::IsResourceExhausted(full.status())) << full.status();
   EXPECT_THAT(full.status().message(), HasSubstr(Pool("v4")));
   EXPECT_THAT(full.status().message(), HasSubstr("10 IPs, 10 held by pods")) << full.status();
+}
+
+// A pool write of this node's reservations that the agent saw fail but that landed leaves the
+// pool naming IPs as this node's that its block does not track. ipam_e2e (50 nodes) found an
+// ADD on such a node waiting its whole 30 s, then failing "all IP addresses used out ...
+// (node-11: 92, ...)" with node-11 its own node. Such IPs are this node's: an ADD that finds
+// the pool full takes them back and goes on at once.
+TEST_P(ReservationTest, AFullPoolsUntrackedReservationsOfThisNodeServeItsAdds) {
+  // Two IPs: the first ADD's write reserves nothing more (a fair part of one free IP is none),
+  // so the keeper has no block to top up and would never adopt the untracked reservation.
+  CreatePool("v4", "10.77.0.0/24", {"10.77.0.1-10.77.0.2"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
+  IpamService& a = Agent("a");
+  api::Pod first = CreatePod("p0", "a");
+  auto r0 = a.Allocate(Add(first), Deadline());
+  ASSERT_TRUE(r0.ok()) << r0.status();
+  // As if an earlier write of node a had landed after it was reported failed: the IP still
+  // free in the pool becomes a reservation of node a that its block does not know of.
+  kube::Client<api::SpiderIPPool> pools(cluster_->rest());
+  for (int attempt = 0;; ++attempt) {
+    auto p = pools.Get("", Pool("v4"));
+    ASSERT_TRUE(p.ok()) << p.status();
+    auto st = ::spiderpool::ipam::PoolState::Build(*p, {});
+    ASSERT_TRUE(st.ok()) << st.status();
+    auto reserved = st->Reserve(Node("a"), 100);
+    ASSERT_TRUE(reserved.ok()) << reserved.status();
+    ASSERT_EQ(reserved->size(), 1u);
+    st->WriteStatus(&*p);
+    auto w = pools.UpdateStatus(*p);
+    if (w.ok()) break;
+    ASSERT_TRUE(absl::IsAborted(w.status()) && attempt < 20) << w.status();  // the agent wrote
+  }
+  api::Pod second = CreatePod("p1", "a");
+  auto r1 = a.Allocate(Add(second), Deadline());
+  ASSERT_TRUE(r1.ok()) << r1.status();
+  EXPECT_NE(r1->ips[0].address, r0->ips[0].address);
+  EXPECT_EQ(Records("v4").size(), 2u);
 }
 
 // An agent that dies with IPs handed out from its reservations (pods running, records not yet
