@@ -255,7 +255,8 @@ class NodeBlocks {
   // to us (other nodes' — they give idle ones back — and ours not handed out yet).
   int64_t Waitable(const std::string& pool, const ::spiderpool::ipam::PoolState& state);
   // For a slow-path mutation whose pool is full: this node's reservations in `state` that the
-  // block does not track (a write reported failed that landed) go to `*adopted`, for
+  // block does not track (a batch-mate's top-up in this very write, or a write reported
+  // failed that landed) go to `*adopted`, for
   // AddReserved once the write landed, as TopUp's do. Marks the state dirty when there are any:
   // the write (a no-op one is answered without a new version) proves `state` current before
   // they are handed out. Without this an ADD waited its whole 30 s for IPs its own node held

@@ -292,9 +292,10 @@ absl::StatusOr<PoolWriter::Taken> PoolWriter::TakeOne(const std::vector<std::str
           });
       blocks_.SlowPathEnd(pool, request.pod_uid, s.ok() && !adopted_only);
       if (s.ok() && adopted_only) {
-        SP_LOG(Warning).Msg("took back IP reservations of this node that a write reported "
-                            "failed had made").KV("pool", pool).KV("ips", topped_up.size())
-            .KV("pod", request.pod);
+        // Usually a batch-mate's top-up in the same write (reserved for the pods of this node,
+        // this one included); else a write of ours reported failed that landed.
+        SP_LOG(Info).Msg("a full pool: this node's reservations not in its block yet taken into it")
+            .KV("pool", pool).KV("ips", topped_up.size()).KV("pod", request.pod);
         adoption_tried = true;  // once: the next attempt takes one of them, or goes on as usual
         continue;
       }
