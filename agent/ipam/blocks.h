@@ -254,6 +254,9 @@ class NodeBlocks {
   // For a slow-path mutation whose pool is full: reservations in `state` that may still come
   // to us (other nodes' — they give idle ones back — and ours not handed out yet).
   int64_t Waitable(const std::string& pool, const ::spiderpool::ipam::PoolState& state);
+  // For logs: what this node's block of `pool` holds against what `state` names as its
+  // reservations ("free=N handed_out=N releasing=N untracked=N").
+  std::string Describe(const std::string& pool, const ::spiderpool::ipam::PoolState& state);
   // For a slow-path mutation whose pool is full: this node's reservations in `state` that the
   // block does not track (a batch-mate's top-up in this very write, or a write reported
   // failed that landed) go to `*adopted`, for

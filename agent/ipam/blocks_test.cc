@@ -104,21 +104,27 @@ class BlocksTest : public kube::testing::SpiderClusterTest {
     return st.ok() ? st->ReservedFor(kNode) : std::vector<base::IPAddress>{};
   }
 
-  // node-b's 2 pods hold 2 of the 20 IPs; this node (18 pods waiting) reserves its fair part,
-  // 20 / 2 nodes = 10; 4 of its pods get an IP from the block; then node-c asks (`asked`,
-  // shared with the hook: the keeper's Stop in TearDown still asks it) and the flush writes
-  // the 4 as pod records. Fair part with node-c: 20 / 3 nodes = 7, less this node's 4 pods:
+  // ReserveTenTakeFour; then node-c asks (`asked`, shared with the hook: the keeper's Stop in
+  // TearDown still asks it) and the flush writes the 4 as pod records. Fair part with node-c: 20 / 3 nodes = 7, less this node's 4 pods:
   // 3 of the 6 left stay for the 14 pods still waiting, 3 are to go back.
   void ReserveTakeFourThenNodeCAsks(std::shared_ptr<std::atomic<bool>> asked) {
-    blocks_ = std::make_unique<NodeBlocks>(
-        kNode,
-        BlockOptions{.max_block = 16, .idle_release = absl::Hours(1),
-                     .tight_idle_release = absl::Hours(1)},
-        committer_.get(),
-        EighteenWaiting([asked](const std::string&) {
-          return *asked ? std::string("node-c") : std::string();
-        }),
-        nullptr);
+    ReserveTenTakeFour(BlockOptions{.max_block = 16, .idle_release = absl::Hours(1),
+                                    .tight_idle_release = absl::Hours(1)},
+                       [asked](const std::string&) {
+                         return *asked ? std::string("node-c") : std::string();
+                       });
+    if (HasFatalFailure()) return;
+    *asked = true;
+    ASSERT_TRUE(blocks_->Flush(pool_name_, absl::Now() + absl::Seconds(30)).ok());
+    ASSERT_EQ(ReservedInPool().size(), 6u);
+  }
+
+  // node-b's 2 pods hold 2 of the 20 IPs; this node (18 pods waiting) reserves its fair part,
+  // 20 / 2 nodes = 10, and 4 of its pods get an IP from the block.
+  void ReserveTenTakeFour(BlockOptions options,
+                          std::function<std::string(const std::string&)> wanted_by) {
+    blocks_ = std::make_unique<NodeBlocks>(kNode, options, committer_.get(),
+                                           EighteenWaiting(std::move(wanted_by)), nullptr);
     std::vector<base::IPAddress> reserved;
     ASSERT_TRUE(committer_
                     ->Run(pool_name_,
@@ -145,9 +151,6 @@ class BlocksTest : public kube::testing::SpiderClusterTest {
                              absl::Now() + absl::Seconds(1))
                       .has_value());
     }
-    *asked = true;
-    ASSERT_TRUE(blocks_->Flush(pool_name_, absl::Now() + absl::Seconds(30)).ok());
-    ASSERT_EQ(ReservedInPool().size(), 6u);
   }
 
   std::string pool_name_;
@@ -288,6 +291,31 @@ TEST_F(BlocksTest, ReservationsForWaitingPodsStopAtTheFairPartOfATightPool) {
   EXPECT_EQ(reserve(2), 7u) << "and node-c asks: 20 / 3 nodes";
   asker = "";
   EXPECT_EQ(reserve(12), 8u) << "node-b's 12 pods leave 8, under the fair part: all of them";
+}
+
+// In a pool with no unreserved IP left, a node whose pods are still coming keeps what they
+// need (up to its fair part) after `tight_idle_release`: it gave all of it back, its next
+// pods then waited for other nodes' give-backs and theirs for the next ones' (ipam_e2e, 100
+// nodes). The keeper's flush of the 4 handed-out IPs and its idle decision come in one pass:
+// once the records are in the pool, the 6 free reservations must still be there.
+TEST_F(BlocksTest, ATightPoolKeepsWhatThePodsStillComingNeed) {
+  ReserveTenTakeFour(BlockOptions{.max_block = 16, .flush_after = absl::Milliseconds(10),
+                                  .idle_release = absl::Hours(1),
+                                  .tight_idle_release = absl::ZeroDuration()},
+                     [](const std::string&) { return std::string(); });
+  if (HasFatalFailure()) return;
+  blocks_->Start();
+  kube::Client<api::SpiderIPPool> pools(cluster_->rest());
+  int64_t pod_records = 0;
+  for (int i = 0; i < 400 && pod_records < 6; ++i) {  // node-b's 2 and the 4 handed out
+    absl::SleepFor(absl::Milliseconds(25));
+    auto pool = pools.Get("", pool_name_);
+    ASSERT_TRUE(pool.ok()) << pool.status();
+    pod_records = pool->status.allocated_ip_count.value_or(0);
+  }
+  ASSERT_EQ(pod_records, 6) << "the keeper never flushed";
+  EXPECT_EQ(ReservedInPool().size(), 6u) << "the 14 pods still waiting here need the 6";
+  EXPECT_EQ(blocks_->stats().released, 0);
 }
 
 // The fair part a flush computes counts this node's pods once: the IPs that very write turns

@@ -236,6 +236,7 @@ absl::StatusOr<PoolWriter::Taken> PoolWriter::TakeOne(const std::vector<std::str
         std::min(deadline - absl::Seconds(1), clock_->Now() + absl::Seconds(30));
     absl::Status s;
     std::string holders;  // who holds the pool, when it was full
+    std::string ours;     // this node's block then
     bool adoption_tried = false;
     absl::Time waiting_since = absl::InfiniteFuture();
     while (true) {
@@ -267,6 +268,7 @@ absl::StatusOr<PoolWriter::Taken> PoolWriter::TakeOne(const std::vector<std::str
             if (absl::IsResourceExhausted(a.status())) {
               waitable = blocks_.Waitable(pool, book.state);
               holders = book.state.HoldersSummary();
+              ours = blocks_.Describe(pool, book.state);
             }
             if (!a.ok()) return a.status();
             got.ip = a->ip;
@@ -310,7 +312,8 @@ absl::StatusOr<PoolWriter::Taken> PoolWriter::TakeOne(const std::vector<std::str
       if (waiting_since == absl::InfiniteFuture()) {
         waiting_since = clock_->Now();
         SP_LOG(Info).Msg("pool full: waiting for reservations to come back").KV("pool", pool)
-            .KV("pod", request.pod).KV("waitable", waitable).KV("holders", holders);
+            .KV("pod", request.pod).KV("waitable", waitable).KV("this_node", ours)
+            .KV("holders", holders);
       }
       // Until the pool changes (a give-back landed; the metadata watch shows it) or this
       // node's block gets IPs: checking both is cheap, loading the pool is not (at 50 nodes
