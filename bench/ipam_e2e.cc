@@ -10,7 +10,8 @@
 //   {"nodes":10,"pods":1000,"add":{"wave_s":..,"p50_ms":..,"p90_ms":..,"p99_ms":..,
 //    "max_ms":..,"failures":0},"all_pods_have_ip_s":..,"del":{...},"left_allocated":0,
 //    "left_allocated_after_s":..,"api_requests_per_pod":..,"agent_peak_rss_mb":..,
-//    "cpu_add_s"/"cpu_del_s":{"bench_and_api_server","agents","controller","plugins"},
+//    "cpu_add_s"/"cpu_del_s":{"bench_and_api_server","agents","controller","plugins",
+//    "cni_runtimes"},
 //    "controller_peak_rss_mb":..,"slice_writes":{...},...}
 //
 //   bazel run -c opt //bench:ipam_e2e -- [--nodes=10] [--pods-per-node=100] [--workers-per-node=8]
@@ -26,6 +27,8 @@
 //        loopback's; kube-apiserver's --min-request-timeout is 1800)]
 //       [--server-threads=N (the loopback server's connection threads; default
 //        max(1024, 40 x nodes): one per open watch and per idle keep-alive connection)]
+//       [--cni-runtime=0 (exec the plugins from this process, which holds the API server's
+//        sockets, instead of from one small runtime process per node, bench/cni_runtime.h)]
 //       [--start-delay-ms=N (wait N ms after the agents answer before the first ADD: agents
 //        that have been running a while)]
 //       [--pod-lead-ms=N (each pod created N ms before its ADD; default -1: all created before
@@ -66,6 +69,7 @@
 #include "base/sigpipe.h"
 #include "base/strings.h"
 #include "base/subprocess.h"
+#include "bench/cni_runtime.h"
 #include "kube/rest/client.h"
 #include "kube/testing/test_client.h"
 #include "kube/testing/test_cluster.h"
@@ -104,6 +108,20 @@ double ProcCpuSeconds(pid_t pid) {
   double ticks = 0;
   for (int i = 3; i <= 15 && in >> field; ++i) {  // fields 14 and 15: utime, stime
     if (i >= 14) ticks += std::stod(field);
+  }
+  return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+// CPU seconds of a process's reaped children (fields 16 and 17: cutime, cstime); 0 if gone.
+double ProcChildrenCpuSeconds(pid_t pid) {
+  const std::string stat = ReadFile(base::StrCat("/proc/", pid, "/stat"));
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return 0;
+  std::istringstream in(stat.substr(paren + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 17 && in >> field; ++i) {
+    if (i >= 16) ticks += std::stod(field);
   }
   return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
@@ -297,6 +315,9 @@ int main(int argc, char** argv) {
   const bool dra = Flag(argc, argv, "dra", 0) != 0;
   const std::string agent_bin = StrFlag(argc, argv, "agent-binary", Runfile("agent/spiderpool-agent"));
   const std::string plugin = StrFlag(argc, argv, "plugin-binary", Runfile("agent/cni/spiderpool"));
+  // Each node's plugin execs come from its own small runtime process (bench/cni_runtime.h), as
+  // on a node; 0: from this process, which holds the API server's sockets.
+  const bool cni_runtime = Flag(argc, argv, "cni-runtime", 1) != 0;
   const std::string controller_bin =
       StrFlag(argc, argv, "controller-binary", Runfile("operator/spiderpool-controller"));
   const int pods = nodes * per_node;
@@ -541,6 +562,30 @@ int main(int argc, char** argv) {
     agents[n].process = std::move(*p);
     DieWithThisProcess(agents[n].process->pid());
   }
+  // One CNI runtime per node (--cni-runtime=1).
+  std::vector<std::unique_ptr<base::Process>> runtimes;
+  std::vector<std::string> runtime_sockets;
+  for (int n = 0; cni_runtime && n < nodes; ++n) {
+    runtime_sockets.push_back(base::StrCat(tmp, "/runtime-", n, ".sock"));
+    auto p = base::Process::Start({.argv = {Runfile("bench/cni_runtime"), runtime_sockets[n]},
+                                   .output_file = base::StrCat(tmp, "/runtime-", n, ".log")});
+    if (!p.ok()) {
+      std::cerr << p.status() << "\n";
+      return 1;
+    }
+    runtimes.push_back(std::move(*p));
+    DieWithThisProcess(runtimes[n]->pid());
+  }
+  for (int n = 0; n < static_cast<int>(runtimes.size()); ++n) {
+    for (int i = 0; !std::filesystem::exists(runtime_sockets[n]); ++i) {
+      if (i > 2400 || !runtimes[n]->Running()) {
+        std::cerr << "CNI runtime " << n << " not ready: "
+                  << ReadFile(base::StrCat(tmp, "/runtime-", n, ".log")) << "\n";
+        return 1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
   for (int n = 0; n < nodes; ++n) {
     for (int i = 0;; ++i) {
       httplib::Client client(agents[n].socket);
@@ -564,8 +609,8 @@ int main(int argc, char** argv) {
     base::Json netconf = netconf_of(pool_of_node(pod.node));
     netconf["ipam"]["ipam_unix_socket_path"] = agents[pod.node].socket;
     const std::string conf = base::DumpJson(netconf);
-    return base::RunProcess(
-        {.argv = {plugin},
+    base::ProcessOptions options{
+         .argv = {plugin},
          .env = {{"CNI_COMMAND", command},
                  {"CNI_CONTAINERID", "ctr-" + pod.name},
                  {"CNI_NETNS", "/var/run/netns/" + pod.name},
@@ -574,7 +619,9 @@ int main(int argc, char** argv) {
                  {"CNI_ARGS", base::StrCat("IgnoreUnknown=1;K8S_POD_NAMESPACE=", c.ns(),
                                            ";K8S_POD_NAME=", pod.name, ";K8S_POD_UID=", pod.uid)}},
          .stdin_data = conf,
-         .timeout = absl::Seconds(120)});
+         .timeout = absl::Seconds(120)};
+    return cni_runtime ? bench::RunThroughRuntime(runtime_sockets[pod.node], options)
+                       : base::RunProcess(options);
   };
 
   std::vector<double> add_ms(pods, 0);
@@ -623,15 +670,22 @@ int main(int argc, char** argv) {
     return absl::ToDoubleSeconds(absl::Now() - start);
   };
 
-  // Where the CPU of a wave goes: this process (the API server and the bench's own exec
-  // calls), the agents, the controller, and the plugin processes (reaped children).
+  // Where the CPU of a wave goes: this process (the API server, and the exec calls with
+  // --cni-runtime=0), the agents, the controller, the plugin processes (reaped children: of
+  // the CNI runtimes, else of this process) and the CNI runtimes themselves.
   auto cpu_now = [&] {
-    double agents_s = 0;
+    double agents_s = 0, plugins_s = 0, runtimes_s = 0;
     for (const Agent& a : agents) agents_s += ProcCpuSeconds(a.process->pid());
+    for (const auto& r : runtimes) {
+      plugins_s += ProcChildrenCpuSeconds(r->pid());
+      runtimes_s += ProcCpuSeconds(r->pid());
+    }
+    if (!cni_runtime) plugins_s = CpuSeconds(RUSAGE_CHILDREN);
     return base::Json{{"bench_and_api_server", CpuSeconds(RUSAGE_SELF)},
                       {"agents", agents_s},
                       {"controller", controller ? ProcCpuSeconds(controller->pid()) : 0.0},
-                      {"plugins", CpuSeconds(RUSAGE_CHILDREN)}};
+                      {"plugins", plugins_s},
+                      {"cni_runtimes", runtimes_s}};
   };
   auto cpu_since = [&](const base::Json& before) {
     base::Json now = cpu_now();
