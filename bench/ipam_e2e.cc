@@ -27,6 +27,7 @@
 //        loopback's; kube-apiserver's --min-request-timeout is 1800)]
 //       [--server-threads=N (the loopback server's connection threads; default
 //        max(1024, 40 x nodes): one per open watch and per idle keep-alive connection)]
+//       [--keep-alive-s=N (the server closes idle keep-alive connections after N s; default 2)]
 //       [--cni-runtime=0 (exec the plugins from this process, which holds the API server's
 //        sockets, instead of from one small runtime process per node, bench/cni_runtime.h)]
 //       [--start-delay-ms=N (wait N ms after the agents answer before the first ADD: agents
@@ -308,6 +309,8 @@ int main(int argc, char** argv) {
   const int start_delay_ms = Flag(argc, argv, "start-delay-ms", 0);
   const bool multus = Flag(argc, argv, "multus", 1) != 0;
   const int watch_min_timeout_s = Flag(argc, argv, "watch-min-timeout-s", 20);
+  // The server closes an idle keep-alive connection after this many seconds (see below).
+  const int keep_alive_s = Flag(argc, argv, "keep-alive-s", 2);
   const int server_threads = Flag(argc, argv, "server-threads", std::max(1024, nodes * 40));
   const bool with_controller = Flag(argc, argv, "controller", 1) != 0;
   // Off by default: the DRA binary adds ~13 MB of agent RSS and ~2 API requests per ADD, which
@@ -352,6 +355,7 @@ int main(int argc, char** argv) {
   auto cluster = kube::testing::TestCluster::Start(
       {.bookmark_interval = absl::Minutes(1),
        .worker_threads = server_threads,
+       .keep_alive_idle_timeout = absl::Seconds(keep_alive_s),
        .watch_min_request_timeout = absl::Seconds(watch_min_timeout_s)});
   if (!cluster.ok()) {
     std::cerr << cluster.status() << "\n";
