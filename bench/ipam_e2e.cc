@@ -99,33 +99,23 @@ int64_t PeakRssKb(pid_t pid) {
   return -1;
 }
 
-// CPU seconds (user + system) a process has used so far, from /proc/PID/stat; 0 if gone.
-double ProcCpuSeconds(pid_t pid) {
+// Seconds of /proc/PID/stat fields `first` to `last` (clock ticks); 0 if the process is gone.
+double ProcStatSeconds(pid_t pid, int first, int last) {
   const std::string stat = ReadFile(base::StrCat("/proc/", pid, "/stat"));
   const size_t paren = stat.rfind(')');  // the command name may hold spaces
   if (paren == std::string::npos) return 0;
   std::istringstream in(stat.substr(paren + 2));
   std::string field;
   double ticks = 0;
-  for (int i = 3; i <= 15 && in >> field; ++i) {  // fields 14 and 15: utime, stime
-    if (i >= 14) ticks += std::stod(field);
+  for (int i = 3; i <= last && in >> field; ++i) {
+    if (i >= first) ticks += std::stod(field);
   }
   return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
-
-// CPU seconds of a process's reaped children (fields 16 and 17: cutime, cstime); 0 if gone.
-double ProcChildrenCpuSeconds(pid_t pid) {
-  const std::string stat = ReadFile(base::StrCat("/proc/", pid, "/stat"));
-  const size_t paren = stat.rfind(')');
-  if (paren == std::string::npos) return 0;
-  std::istringstream in(stat.substr(paren + 2));
-  std::string field;
-  double ticks = 0;
-  for (int i = 3; i <= 17 && in >> field; ++i) {
-    if (i >= 16) ticks += std::stod(field);
-  }
-  return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
-}
+// CPU seconds (user + system) a process has used so far: fields 14 and 15, utime and stime.
+double ProcCpuSeconds(pid_t pid) { return ProcStatSeconds(pid, 14, 15); }
+// The same for its reaped children: fields 16 and 17, cutime and cstime.
+double ProcChildrenCpuSeconds(pid_t pid) { return ProcStatSeconds(pid, 16, 17); }
 
 // The sum of a counter over an agent's /metrics.
 double Scrape(int port, const std::string& name) {

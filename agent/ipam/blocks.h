@@ -259,10 +259,9 @@ class NodeBlocks {
   std::string Describe(const std::string& pool, const ::spiderpool::ipam::PoolState& state);
   // For a slow-path mutation whose pool is full: this node's reservations in `state` that the
   // block does not track (a batch-mate's top-up in this very write, or a write reported
-  // failed that landed) go to `*adopted`, for
-  // AddReserved once the write landed, as TopUp's do. Marks the state dirty when there are any:
-  // the write (a no-op one is answered without a new version) proves `state` current before
-  // they are handed out. Without this an ADD waited its whole 30 s for IPs its own node held
+  // failed that landed) go to `*adopted`, for AddReserved once the write landed, as TopUp's
+  // do. Marks the state dirty when there are any: the write (a no-op one is answered without
+  // a new version) proves `state` current before they are handed out. Without this an ADD waited its whole 30 s for IPs its own node held
   // (ipam_e2e, 50 nodes: "all IP addresses used out ... (node-11: 92, ...)" on node-11).
   void AdoptUntracked(const std::string& pool, const ::spiderpool::ipam::PoolState& state,
                       std::vector<base::IPAddress>* adopted, bool* dirty);
@@ -363,6 +362,10 @@ class NodeBlocks {
   // being given back (the free ones and the untracked ones).
   std::vector<base::IPAddress> UnusedLocked(const Block& b,
                                             const ::spiderpool::ipam::PoolState& state) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Of those, the ones not in `free` either: reservations the block does not track yet.
+  std::vector<base::IPAddress> UntrackedLocked(const Block& b,
+                                               const ::spiderpool::ipam::PoolState& state) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   struct SyncWhat {
     bool flush = false;

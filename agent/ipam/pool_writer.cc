@@ -258,14 +258,14 @@ absl::StatusOr<PoolWriter::Taken> PoolWriter::TakeOne(const std::vector<std::str
             waitable = 0;
             adopted_only = false;
             absl::StatusOr<sp::PoolAllocation> a = book.state.Allocate(request);
-            if (absl::IsResourceExhausted(a.status()) && !adoption_tried) {
-              blocks_.AdoptUntracked(pool, book.state, &topped_up, &book.dirty);
-              if (!topped_up.empty()) {
-                adopted_only = true;
-                return absl::OkStatus();
-              }
-            }
             if (absl::IsResourceExhausted(a.status())) {
+              if (!adoption_tried) {
+                blocks_.AdoptUntracked(pool, book.state, &topped_up, &book.dirty);
+                if (!topped_up.empty()) {
+                  adopted_only = true;
+                  return absl::OkStatus();
+                }
+              }
               waitable = blocks_.Waitable(pool, book.state);
               holders = book.state.HoldersSummary();
               ours = blocks_.Describe(pool, book.state);
