@@ -271,6 +271,30 @@ std::vector<IPGarbageCollector::Record> IPGarbageCollector::CachedRecords(
   return out;
 }
 
+absl::StatusOr<std::vector<IPGarbageCollector::Record>> IPGarbageCollector::LiveRecords(
+    const std::string& key, const std::vector<Record>& cached,
+    const api::SpiderEndpoint* endpoint) const {
+  std::set<std::string> pools;
+  for (const Record& r : cached) pools.insert(r.pool);
+  if (endpoint != nullptr && endpoint->status.has_value()) {
+    for (const api::IPAllocationDetail& d : endpoint->status->current.ips) {
+      if (d.ipv4_pool.has_value()) pools.insert(*d.ipv4_pool);
+      if (d.ipv6_pool.has_value()) pools.insert(*d.ipv6_pool);
+    }
+  }
+  std::vector<Record> out;
+  for (const std::string& name : pools) {
+    SP_ASSIGN_OR_RETURN(auto pool, GetOrNull(pools_, "", name));
+    if (pool == nullptr) continue;
+    auto records = pool->AllocatedIPs();
+    if (!records.ok()) continue;  // TriggerScan logs pools whose records do not parse
+    for (const auto& [ip, rec] : *records) {
+      if (rec.pod == key) out.push_back({name, ip, rec.pod_uid});
+    }
+  }
+  return out;
+}
+
 PodFacts IPGarbageCollector::CachedFacts(const std::string& ns, const std::string& name) const {
   const std::string key = ns + "/" + name;
   PodFacts f;
@@ -346,7 +370,7 @@ absl::StatusOr<kube::ReconcileResult> IPGarbageCollector::ReconcilePod(const std
     return kube::ReconcileResult{};
   }
   const absl::Time now = clock_.Now();
-  const std::vector<Record> records = CachedRecords(key);
+  std::vector<Record> records = CachedRecords(key);
   PodFacts facts = CachedFacts(ns, name);
   NoteTerminal(&facts, now);
 
@@ -364,8 +388,12 @@ absl::StatusOr<kube::ReconcileResult> IPGarbageCollector::ReconcilePod(const std
   };
   if (records.empty() && facts.endpoint == nullptr) return kube::ReconcileResult{};
   if (any_reclaim(facts)) {
-    // The caches may lag behind (a pod created a moment ago, a StatefulSet scaled back up):
-    // never reclaim on cached evidence alone.
+    // The caches may lag behind (a pod created a moment ago, a StatefulSet scaled back up, a
+    // record rewritten for a VM's new pod): never reclaim on cached evidence alone. A stale
+    // record would be released by nobody (removal requires its UID) and no later event points
+    // here. Records are read before the facts: a pod of that name created in between has a
+    // UID that none of these records holds, so its IPs are not touched.
+    SP_ASSIGN_OR_RETURN(records, LiveRecords(key, records, facts.endpoint.get()));
     SP_ASSIGN_OR_RETURN(facts, LiveFacts(ns, name));
     NoteTerminal(&facts, now);
   }

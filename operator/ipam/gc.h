@@ -125,6 +125,10 @@ class IPGarbageCollector : public kube::Runnable {
   void Enqueue(const std::string& key);
   bool CachesSynced() const;
   std::vector<Record> CachedRecords(const std::string& key) const;
+  // The records of pod `key` in the live pools: those of `cached` and those `endpoint` names.
+  absl::StatusOr<std::vector<Record>> LiveRecords(const std::string& key,
+                                                  const std::vector<Record>& cached,
+                                                  const api::SpiderEndpoint* endpoint) const;
   PodFacts CachedFacts(const std::string& ns, const std::string& name) const;
   absl::StatusOr<PodFacts> LiveFacts(const std::string& ns, const std::string& name) const;
   // Whether the KubeVirt VM behind VMI `ns`/`vmi` still wants its IPs (live GETs).
