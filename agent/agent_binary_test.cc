@@ -6,7 +6,6 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -20,6 +19,7 @@
 
 #include "base/strings.h"
 #include "base/subprocess.h"
+#include "base/testing/temp_dir.h"
 #include "gtest/gtest.h"
 #include "kube/testing/test_cluster.h"
 
@@ -43,9 +43,6 @@ class AgentBinaryTest : public ::testing::Test {
     auto c = kube::testing::TestCluster::Start();
     ASSERT_TRUE(c.ok()) << c.status();
     cluster_ = std::move(*c);
-    char dir[] = "/tmp/sp-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir), nullptr);
-    tmp_ = dir;
     auto kubeconfig = cluster_->KubeconfigFor(tmp_);
     ASSERT_TRUE(kubeconfig.ok()) << kubeconfig.status();
     kubeconfig_ = *kubeconfig;
@@ -56,7 +53,6 @@ class AgentBinaryTest : public ::testing::Test {
       agent_->Signal(SIGTERM);
       agent_->Wait();
     }
-    if (!tmp_.empty()) fs::remove_all(tmp_);
   }
 
   // Starts `binary` with the common flags plus `extra`; returns once its log has `line`.
@@ -95,8 +91,11 @@ class AgentBinaryTest : public ::testing::Test {
     return fs::read_symlink(base::StrCat("/proc/", agent_->pid(), "/exe")).filename().string();
   }
 
+  // First, so it goes after the agent that writes its socket and log into it.
+  base::testing::TempDir dir_{"agent"};
+  const std::string tmp_ = dir_.path();
   std::unique_ptr<kube::testing::TestCluster> cluster_;
-  std::string tmp_, kubeconfig_;
+  std::string kubeconfig_;
   std::unique_ptr<base::Process> agent_;
 };
 

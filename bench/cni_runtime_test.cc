@@ -2,7 +2,6 @@
 // argv, and its exit code and both outputs come back; a program that cannot run is an error.
 #include "bench/cni_runtime.h"
 
-#include <stdlib.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -10,6 +9,7 @@
 
 #include "absl/time/clock.h"
 #include "base/strings.h"
+#include "base/testing/temp_dir.h"
 #include "gtest/gtest.h"
 
 namespace spiderpool::bench {
@@ -18,10 +18,7 @@ namespace {
 class CniRuntimeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char dir[] = "/tmp/cni-runtime-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir), nullptr);
-    dir_ = dir;
-    socket_ = dir_ + "/runtime.sock";
+    socket_ = tmp_.Join("runtime.sock");
     auto p = base::Process::Start({.argv = {"bench/cni_runtime", socket_}});
     ASSERT_TRUE(p.ok()) << p.status();
     runtime_ = std::move(*p);
@@ -32,9 +29,9 @@ class CniRuntimeTest : public ::testing::Test {
   }
   void TearDown() override {
     runtime_.reset();  // SIGKILL
-    std::filesystem::remove_all(dir_);
   }
-  std::string dir_, socket_;
+  base::testing::TempDir tmp_{"cni-runtime"};  // before runtime_, whose socket is in it
+  std::string socket_;
   std::unique_ptr<base::Process> runtime_;
 };
 
@@ -59,13 +56,13 @@ TEST_F(CniRuntimeTest, ATimeoutKillsTheProgram) {
 }
 
 TEST_F(CniRuntimeTest, AProgramThatCannotRunIsAnError) {
-  auto r = RunThroughRuntime(socket_, {.argv = {dir_ + "/no-such-plugin"}});
+  auto r = RunThroughRuntime(socket_, {.argv = {tmp_.Join("no-such-plugin")}});
   EXPECT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("no-such-plugin"), std::string::npos) << r.status();
 }
 
 TEST_F(CniRuntimeTest, NoRuntimeIsUnavailable) {
-  auto r = RunThroughRuntime(dir_ + "/nobody.sock", {.argv = {"/bin/true"}});
+  auto r = RunThroughRuntime(tmp_.Join("nobody.sock"), {.argv = {"/bin/true"}});
   EXPECT_TRUE(absl::IsUnavailable(r.status())) << r.status();
 }
 

@@ -22,7 +22,6 @@
 #include <limits.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -35,6 +34,7 @@
 
 #include "api/codec.h"
 #include "base/json.h"
+#include "base/testing/temp_dir.h"
 #include "multus/generate.h"
 #include "multus/testing/cni_runner.h"
 #include "multus/testing/stand_in_agent.h"
@@ -85,9 +85,7 @@ class NodeTest : public ::testing::Test {
     }
     cni_path_ = Runfile("agent/cni") + ":" + Runfile("agent/coordinator") + ":" + kSystemCniDir;
 
-    char dir[] = "/tmp/sp-mn-XXXXXX";  // sockets need short paths (<= 107 bytes)
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    tmp_ = dir;
+    tmp_ = dir_.path();  // set past the skips only: TearDown's guard
     fs::create_directories(tmp_ + "/log");
     socket_ = tmp_ + "/agent.sock";
     agent_ = std::make_unique<StandInAgent>(socket_);
@@ -113,15 +111,12 @@ class NodeTest : public ::testing::Test {
   void TearDown() override {
     agent_.reset();
     if (!node_.empty()) Cleanup();
-    if (!tmp_.empty()) {
-      if (HasFailure()) {
-        for (const char* log : {"/log/spidernet/spiderpool.log", "/log/spidernet/coordinator.log"}) {
-          std::string text = ReadFile(tmp_ + log);
-          if (!text.empty()) std::cerr << "---- " << log << " ----\n" << text;
-        }
+    // The plugins' logs, before dir_ goes with them.
+    if (!tmp_.empty() && HasFailure()) {
+      for (const char* log : {"/log/spidernet/spiderpool.log", "/log/spidernet/coordinator.log"}) {
+        std::string text = ReadFile(tmp_ + log);
+        if (!text.empty()) std::cerr << "---- " << log << " ----\n" << text;
       }
-      std::error_code ec;
-      fs::remove_all(tmp_, ec);
     }
   }
 
@@ -223,6 +218,9 @@ class NodeTest : public ::testing::Test {
     EXPECT_FALSE(NodeHasRuleToTable500());
   }
 
+  // Short, under /tmp: the agent's socket path must fit 107 bytes. Before agent_, whose socket
+  // is in it.
+  base::testing::TempDir dir_{"mn"};
   std::string ip_, node_, pod_, master_, master_peer_, bridge_, tmp_, socket_, cni_path_;
   std::unique_ptr<StandInAgent> agent_;
 };

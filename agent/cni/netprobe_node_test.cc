@@ -18,7 +18,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <future>
 #include <memory>
 #include <random>
@@ -34,6 +33,7 @@
 #include "base/json.h"
 #include "base/strings.h"
 #include "base/subprocess.h"
+#include "base/testing/temp_dir.h"
 
 namespace spiderpool::agent::cni {
 namespace {
@@ -149,18 +149,12 @@ class NetprobeNodeTest : public ::testing::Test {
     ASSERT_TRUE(mac.ok()) << mac.status();
     peer_mac_ = *mac;
 
-    char tmpl[] = "/tmp/sp-np-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    dir_ = tmp_.path();
     agent_ = std::make_unique<FakeAgent>(dir_ + "/agent.sock");
   }
   void TearDown() override {
     agent_.reset();
     for (auto it = created_.rbegin(); it != created_.rend(); ++it) (void)Ip({"netns", "del", *it});
-    if (!dir_.empty()) {
-      std::error_code ec;
-      std::filesystem::remove_all(dir_, ec);
-    }
   }
 
   absl::StatusOr<std::string> LinkMac(const std::string& ns) {
@@ -241,6 +235,7 @@ class NetprobeNodeTest : public ::testing::Test {
     return out;
   }
 
+  base::testing::TempDir tmp_{"np"};  // before agent_, whose socket is in it
   std::string prefix_, node_, peer_, pod_, peer_mac_, dir_;
   std::vector<std::string> created_;
   std::unique_ptr<FakeAgent> agent_;

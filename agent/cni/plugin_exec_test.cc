@@ -15,7 +15,6 @@
 #include <condition_variable>
 #include <cstring>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -29,6 +28,7 @@
 #include "agent/ipamapi/ipamapi.h"
 #include "base/json.h"
 #include "base/sigpipe.h"
+#include "base/testing/temp_dir.h"
 #include "agent/cni/fake_agent.h"
 
 extern char** environ;
@@ -36,7 +36,6 @@ extern char** environ;
 namespace spiderpool::agent::cni {
 namespace {
 
-namespace fs = std::filesystem;
 using base::Json;
 
 std::string PluginPath() {
@@ -55,9 +54,7 @@ struct Exec {
 class PluginExecTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/sp-cni-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    dir_ = tmp_.path();
     socket_ = dir_ + "/agent.sock";
     log_ = dir_ + "/log/spiderpool.log";
     env_ = {{"CNI_COMMAND", "ADD"},
@@ -71,8 +68,6 @@ class PluginExecTest : public ::testing::Test {
   }
   void TearDown() override {
     agent_.reset();
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
   }
 
   void StartAgent() {
@@ -180,6 +175,7 @@ class PluginExecTest : public ::testing::Test {
     }
   }
 
+  base::testing::TempDir tmp_{"cni"};  // before agent_, whose socket is in it
   std::string dir_, socket_, log_;
   std::map<std::string, std::string> env_;
   std::unique_ptr<FakeAgent> agent_;

@@ -5,8 +5,6 @@
 
 #include <unistd.h>
 
-#include <cstdlib>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +17,7 @@
 #include "agent/cni/plugin.h"
 #include "agent/ipamapi/ipamapi.h"
 #include "base/json.h"
+#include "base/testing/temp_dir.h"
 
 namespace spiderpool::agent::cni {
 namespace {
@@ -71,9 +70,7 @@ class FakeProber : public netprobe::Prober {
 class PluginTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/sp-cnit-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    dir_ = tmp_.path();
     agent_ = std::make_unique<FakeAgent>(dir_ + "/agent.sock");
     env_ = Env{.command = "ADD",
                .container_id = "a51debf7e1eb",
@@ -85,8 +82,6 @@ class PluginTest : public ::testing::Test {
   }
   void TearDown() override {
     agent_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
   }
 
   // Answer with eth0: 10.6.0.10/16 gw 10.6.0.1, fd00::a/64 gw fd00::1; net1: 172.16.1.5/24.
@@ -148,6 +143,7 @@ class PluginTest : public ::testing::Test {
     return a;
   }
 
+  base::testing::TempDir tmp_{"cnit"};  // before agent_, whose socket is in it
   std::string dir_;
   std::unique_ptr<FakeAgent> agent_;
   Env env_;

@@ -6,9 +6,9 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <thread>
 
+#include "base/testing/temp_dir.h"
 #include "dra/resourceslice/model.h"
 #include "kube/rest/client.h"
 #include "kube/testing/test_cluster.h"
@@ -66,9 +66,7 @@ class ReporterTest : public ::testing::Test {
     cluster_ = std::move(*c);
     ASSERT_TRUE(cluster_->ApplyCRDs("charts/spiderpool/crds").ok());
     ns_ = cluster_->ns();
-    char tmpl[] = "/tmp/sp-nd-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    dir_ = tmp_.path();
     driver_ = std::make_unique<::spiderpool::dra::driver::NetDriver>(
         cluster_->rest(), ::spiderpool::dra::driver::Options{.node_name = kNode,
                                                              .plugin_dir = dir_ + "/plugin",
@@ -76,7 +74,6 @@ class ReporterTest : public ::testing::Test {
   }
   void TearDown() override {
     driver_.reset();
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
 
   // A claim allocated on kNode (device eth0-0) and reserved for pod-a with `uid`.
@@ -107,6 +104,7 @@ class ReporterTest : public ::testing::Test {
     return std::nullopt;
   }
 
+  base::testing::TempDir tmp_{"nd"};  // before driver_, which writes into it
   std::unique_ptr<kube::testing::TestCluster> cluster_;
   std::string ns_, dir_;
   std::unique_ptr<::spiderpool::dra::driver::NetDriver> driver_;

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <filesystem>
 #include <mutex>
 
 #include <gtest/gtest.h>
@@ -15,6 +14,7 @@
 
 #include "api/resource_slice.h"
 #include "base/subprocess.h"
+#include "base/testing/temp_dir.h"
 #include "dra/kubeletplugin/plugin.h"
 #include "dra/kubeletplugin/testing/fake_kubelet.h"
 #include "kube/rest/client.h"
@@ -271,15 +271,13 @@ TEST_F(NodeDevicesTest, HealthStreamFollowsTheNicLinkState) {
   StartDevices(/*publish=*/true, &feed);
   ASSERT_EQ(AwaitDevices(2).size(), 2u);
 
-  char tmpl[] = "/tmp/sp-health-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
+  base::testing::TempDir tmp("health");  // before the plugin, whose sockets are in it
   NoClaims driver;
-  kp::Plugin plugin({.registry_dir = dir + "/registry", .plugin_dir = dir + "/plugin",
+  kp::Plugin plugin({.registry_dir = tmp.Join("registry"), .plugin_dir = tmp.Join("plugin"),
                      .device_health = &feed},
                     &driver);
   ASSERT_TRUE(plugin.Start().ok());
-  kp::testing::FakeKubelet kubelet({.registry_dir = dir + "/registry"});
+  kp::testing::FakeKubelet kubelet({.registry_dir = tmp.Join("registry")});
   ASSERT_TRUE(kubelet.Discover().ok());
   ASSERT_TRUE(kubelet.current().ok());
   EXPECT_TRUE(kubelet.current()->resource_health) << "GetInfo must advertise the health service";
@@ -317,7 +315,6 @@ TEST_F(NodeDevicesTest, HealthStreamFollowsTheNicLinkState) {
   EXPECT_EQ(last[1].device, "nic0-1");
   EXPECT_EQ(AwaitDevices(0).size(), 0u) << "a down NIC publishes no devices";
   plugin.Stop();
-  std::filesystem::remove_all(dir);
 }
 
 // Issue 15 point 7: an IPAM storm near exhaustion changes the slot count on every ADD; the

@@ -3,7 +3,6 @@
 // GET /v1/coordinator/config (JSON body on a GET, or query parameters).
 #include "agent/ipam/server.h"
 
-#include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -17,6 +16,7 @@
 #include <httplib.h>
 
 #include "absl/synchronization/mutex.h"
+#include "base/testing/temp_dir.h"
 
 namespace spiderpool::agent::ipam {
 namespace {
@@ -66,12 +66,9 @@ class FakeCoordinator : public CoordinatorBackend {
 class ServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char dir[] = "/tmp/sp-srv-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir), nullptr);
-    dir_ = dir;
+    dir_ = tmp_.path();
     path_ = dir_ + "/run/spiderpool.sock";  // the parent directory is created by Start
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   int Healthy() {
     httplib::Client c(path_);
@@ -127,6 +124,7 @@ class ServerTest : public ::testing::Test {
     return {std::stoi(in.substr(9, 3)), in.substr(header_end + 4, length)};
   }
 
+  base::testing::TempDir tmp_{"srv"};
   std::string dir_, path_;
 };
 

@@ -4,7 +4,6 @@
 // key is absent from its binary; it reads only /etc/cdi and /var/run/cdi), so the test writes
 // into /var/run/cdi under a unique claim UID and removes the file afterwards.
 // Root + podman + runc + busybox only; skipped with the reason elsewhere.
-#include <stdlib.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -15,6 +14,7 @@
 #include "base/strings.h"
 #include "base/subprocess.h"
 #include "base/testing/podman.h"
+#include "base/testing/temp_dir.h"
 #include "dra/cdi/spec.h"
 #include "dra/cdi/writer.h"
 #include "gmock/gmock.h"
@@ -46,9 +46,7 @@ class CdiPodmanTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (std::string why = base::testing::PodmanSkipReason(); !why.empty()) GTEST_SKIP() << why;
-    char dir[] = "/tmp/sp-cdipod-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir), nullptr);
-    tmp_ = dir;
+    tmp_ = dir_.path();  // set past the skip only: TearDown's guard
     auto podman = base::testing::PodmanSandbox::Create(tmp_);
     ASSERT_TRUE(podman.ok()) << podman.status();
     podman_.emplace(*std::move(podman));
@@ -63,7 +61,6 @@ class CdiPodmanTest : public ::testing::Test {
     EXPECT_TRUE(writer_.Remove(uid_).ok());
     std::error_code ec;
     if (created_cdi_dir_) fs::remove(kDefaultSpecDir, ec);  // only if still empty
-    fs::remove_all(tmp_, ec);
   }
 
   // --network=none: no host bridge. `debug` only where a reason must be read: it makes conmon
@@ -80,6 +77,7 @@ class CdiPodmanTest : public ::testing::Test {
     return podman_->Podman(args);
   }
 
+  base::testing::TempDir dir_{"cdipod"};  // before podman_, whose files are in it
   std::string tmp_, uid_;
   bool created_cdi_dir_ = false;
   SpecWriter writer_{kDefaultSpecDir};

@@ -1,12 +1,11 @@
 #include "dra/cdi/writer.h"
 
-#include <stdlib.h>
-
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
 
+#include "base/testing/temp_dir.h"
 #include "base/yaml.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -85,21 +84,14 @@ class FaultyFs : public FileSystem {
 
 class WriterTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string t = fs::temp_directory_path() / "sp-cdi-XXXXXX";
-    ASSERT_NE(::mkdtemp(t.data()), nullptr);
-    root_ = t;
-    dir_ = root_ + "/cdi";  // created by Write
-  }
-  void TearDown() override { fs::remove_all(root_); }
-
   Spec Make(const std::string& uid, const std::string& value) {
     auto s = BuildSpec({.claim_uid = uid, .env = {{"SPIDER_IP", value}}});
     EXPECT_TRUE(s.ok()) << s.status();
     return *s;
   }
 
-  std::string root_, dir_;
+  base::testing::TempDir root_{"cdi"};
+  const std::string dir_ = root_.Join("cdi");  // created by Write
 };
 
 TEST_F(WriterTest, FileNameIsExactlyThePattern) {
@@ -127,7 +119,7 @@ TEST_F(WriterTest, WriteReplaceRemove) {
   ASSERT_TRUE(w.Remove("claim1").ok());
   EXPECT_TRUE(List(dir_).empty());
   EXPECT_TRUE(w.Remove("claim1").ok());  // idempotent
-  EXPECT_TRUE(SpecWriter(root_ + "/never-created").Remove("claim1").ok());
+  EXPECT_TRUE(SpecWriter(root_.Join("never-created")).Remove("claim1").ok());
   EXPECT_FALSE(w.Remove("../x").ok());
   Spec bad = a;
   bad.claim_uid = "../../etc/x";

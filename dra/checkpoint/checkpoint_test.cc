@@ -1,12 +1,11 @@
 #include "dra/checkpoint/checkpoint.h"
 
-#include <stdlib.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "base/testing/temp_dir.h"
 #include "dra/checkpoint/faulty_fs.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -63,18 +62,12 @@ Data Sample() {
 
 class CheckpointTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/sp-ckpt-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   Options Opts(std::string boot = "boot-1") {
     return {.dir = dir_, .boot_id = std::move(boot), .fs = &faulty_};
   }
 
-  std::string dir_;
+  base::testing::TempDir tmp_{"ckpt"};
+  const std::string dir_ = tmp_.path();
   testing::FaultyFs faulty_;
 };
 

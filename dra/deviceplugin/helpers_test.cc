@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/testing/temp_dir.h"
 #include "dra/deviceplugin/manager.h"
 #include "gtest/gtest.h"
 
@@ -158,9 +159,8 @@ TEST(Allocate, FuzzDeviceIds) {
 }
 
 TEST(ManagerCreate, ValidatesOptions) {
-  char tmpl[] = "/tmp/sp-XXXXXX";
-  ASSERT_NE(::mkdtemp(tmpl), nullptr);
-  std::string dir = tmpl;
+  base::testing::TempDir tmp("dp");  // outlives the managers declared after it
+  const std::string& dir = tmp.path();
   Options o;
   o.kubelet_dir = dir + "/";
   auto m = Manager::Create(o);
@@ -185,8 +185,6 @@ TEST(ManagerCreate, ValidatesOptions) {
   EXPECT_FALSE(Manager::Create(bad).ok());
   bad.resource_prefix = "Bad_Domain/";
   EXPECT_FALSE(Manager::Create(bad).ok());
-  m->reset();
-  ::rmdir(dir.c_str());
 }
 
 }  // namespace

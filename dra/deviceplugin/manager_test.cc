@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/testing/temp_dir.h"
 #include "dra/deviceplugin/testing/fake_kubelet.h"
 #include "gtest/gtest.h"
 
@@ -70,9 +71,6 @@ bool Streams(const FakeState& s, const std::string& resource, size_t count,
 class ManagerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/sp-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
     auto k = FakeKubelet::Start(dir_);
     ASSERT_TRUE(k.ok()) << k.status();
     kubelet_ = std::move(*k);
@@ -83,8 +81,6 @@ class ManagerTest : public ::testing::Test {
   void TearDown() override {
     manager_.reset();
     kubelet_.reset();
-    for (const std::string& f : Files(dir_)) ::unlink((dir_ + "/" + f).c_str());
-    ::rmdir(dir_.c_str());
   }
   void NewManager() {
     auto m = Manager::Create(options_);
@@ -93,7 +89,9 @@ class ManagerTest : public ::testing::Test {
   }
   std::string Sock(const std::string& resource) { return dir_ + "/" + SocketNameFor(resource); }
 
-  std::string dir_;
+  // Before the kubelet and the manager, whose sockets are in it.
+  base::testing::TempDir tmp_{"dp"};
+  const std::string dir_ = tmp_.path();
   Options options_;
   std::unique_ptr<FakeKubelet> kubelet_;
   std::unique_ptr<Manager> manager_;

@@ -4,7 +4,6 @@
 // SpiderMultusConfigs, the CDI spec files, the claim status.devices entries and the checkpoint.
 #include "dra/driver/driver.h"
 
-#include <stdlib.h>
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -15,6 +14,7 @@
 #include "api/spider.h"
 #include "base/json.h"
 #include "base/strings.h"
+#include "base/testing/temp_dir.h"
 #include "base/yaml.h"
 #include "dra/checkpoint/checkpoint.h"
 #include "dra/checkpoint/faulty_fs.h"
@@ -60,9 +60,6 @@ class DriverTest : public kube::testing::SpiderClusterTest {
     SpiderClusterTest::SetUp();
     if (HasFatalFailure()) return;
     ns_ = cluster_->ns();
-    char tmpl[] = "/tmp/sp-drv-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
     CreateSmc("macvlan-eth1", "eth1");
     CreateSmc("macvlan-eth2", "eth2");
   }
@@ -70,7 +67,6 @@ class DriverTest : public kube::testing::SpiderClusterTest {
   void TearDown() override {
     driver_.reset();
     if (cluster_ != nullptr && cluster_->loopback() != nullptr) cluster_->loopback()->ClearFaults();
-    if (!dir_.empty()) fs::remove_all(dir_);
     SpiderClusterTest::TearDown();
   }
 
@@ -207,7 +203,9 @@ class DriverTest : public kube::testing::SpiderClusterTest {
     return registry_.AddGauge(kPreparedClaimsMetric, "").WithLabels().Value();
   }
 
-  std::string ns_, dir_;
+  base::testing::TempDir tmp_{"drv"};  // before driver_, which writes into it
+  const std::string dir_ = tmp_.path();
+  std::string ns_;
   checkpoint::testing::FaultyFs fs_;
   kube::metrics::Registry registry_;
   std::unique_ptr<NetDriver> driver_;
@@ -714,12 +712,10 @@ TEST(NetDriverVersions, PreparesAClaimServedOnlyAsV1beta1) {
                       {{"results",
                         {{{"request", "nic"}, {"driver", kDriverName}, {"pool", kNode}, {"device", "eth1-0"}}}}}}}}};
   ASSERT_TRUE(claims.UpdateStatus(obj).ok());
-  char tmpl[] = "/tmp/sp-drv-XXXXXX";
-  ASSERT_NE(::mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
+  base::testing::TempDir tmp("drv");  // before the driver, which writes into it
   kube::metrics::Registry registry;
   NetDriver driver((*c)->rest(), {.node_name = kNode, .api_version = "v1beta1",
-                                  .plugin_dir = dir + "/plugin", .cdi_dir = dir + "/cdi",
+                                  .plugin_dir = tmp.Join("plugin"), .cdi_dir = tmp.Join("cdi"),
                                   .boot_id = "boot-1", .registry = &registry});
   const std::string uid = (*created)["metadata"]["uid"];
   auto prepared = driver.Prepare({{ns, uid, "old"}});
@@ -731,7 +727,6 @@ TEST(NetDriverVersions, PreparesAClaimServedOnlyAsV1beta1) {
   EXPECT_EQ((*got)["status"]["devices"][0]["device"], "eth1-0");
   EXPECT_EQ(driver.Unprepare({{ns, uid, "old"}})[uid], "");
   EXPECT_FALSE(fs::exists(driver.SpecPath(uid)));
-  fs::remove_all(dir);
 }
 
 }  // namespace

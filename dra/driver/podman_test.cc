@@ -6,7 +6,6 @@
 // podman 4.3 reads only /etc/cdi and /var/run/cdi, so the driver writes into /var/run/cdi (the
 // claim UID is unique; the file is removed by Unprepare and again in TearDown).
 // Root + podman + runc + busybox only; skipped with the reason elsewhere.
-#include <stdlib.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -18,6 +17,7 @@
 #include "base/strings.h"
 #include "base/subprocess.h"
 #include "base/testing/podman.h"
+#include "base/testing/temp_dir.h"
 #include "base/yaml.h"
 #include "dra/driver/driver.h"
 #include "gmock/gmock.h"
@@ -51,9 +51,7 @@ class DriverPodmanTest : public ::testing::Test {
     ASSERT_TRUE(c.ok()) << c.status();
     cluster_ = std::move(*c);
     ASSERT_TRUE(cluster_->ApplyCRDs(kCrdDir).ok());
-    char dir[] = "/tmp/sp-drvpod-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir), nullptr);
-    tmp_ = dir;
+    tmp_ = dir_.path();  // set past the skip and the cluster only: TearDown's guard
     auto podman = base::testing::PodmanSandbox::Create(tmp_);
     ASSERT_TRUE(podman.ok()) << podman.status();
     podman_.emplace(*std::move(podman));
@@ -65,13 +63,13 @@ class DriverPodmanTest : public ::testing::Test {
     std::error_code ec;
     if (!uid_.empty()) fs::remove(cdi::SpecWriter(cdi::kDefaultSpecDir).PathFor(uid_), ec);
     if (created_cdi_dir_) fs::remove(cdi::kDefaultSpecDir, ec);  // only if still empty
-    fs::remove_all(tmp_, ec);
   }
 
   absl::StatusOr<base::ProcessResult> Run(std::vector<std::string> cmd) {
     return podman_->Run({"--network=none", "--device", StrCat(cdi::kKind, "=", uid_)}, cmd);
   }
 
+  base::testing::TempDir dir_{"drvpod"};  // before podman_, whose files are in it
   std::unique_ptr<kube::testing::TestCluster> cluster_;
   std::string tmp_, uid_;
   bool created_cdi_dir_ = false;

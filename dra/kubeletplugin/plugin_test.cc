@@ -3,7 +3,6 @@
 
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
-#include <stdlib.h>
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -18,6 +17,7 @@
 #include <set>
 #include <thread>
 
+#include "base/testing/temp_dir.h"
 #include "dra/kubeletplugin/proto/dra_v1.grpc.pb.h"
 #include "dra/kubeletplugin/proto/health.grpc.pb.h"
 #include "dra/kubeletplugin/proto/pluginregistration.grpc.pb.h"
@@ -143,13 +143,6 @@ class TestDriver : public Driver {
 
 class PluginTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/sp-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(root_); }
-
   std::string RegistryDir() const { return root_ + "/registry"; }
   std::string PluginDir() const { return root_ + "/plugins/net"; }
 
@@ -168,7 +161,9 @@ class PluginTest : public ::testing::Test {
     return o;
   }
 
-  std::string root_;
+  // A short tag: HashedSocketsServeAndRegister's paths must still fit once hashed.
+  base::testing::TempDir tmp_{"kp"};
+  const std::string root_ = tmp_.path();
   kube::metrics::Registry metrics_;
   SharedState shared_;
 };

@@ -3,12 +3,11 @@
 // request that decodes (one entry per claim, never an empty or duplicate UID to the Driver),
 // and keep serving afterwards.
 #include <grpcpp/grpcpp.h>
-#include <stdlib.h>
 
-#include <filesystem>
 #include <random>
 #include <set>
 
+#include "base/testing/temp_dir.h"
 #include "dra/kubeletplugin/plugin.h"
 #include "dra/kubeletplugin/proto/dra_v1.grpc.pb.h"
 #include "dra/kubeletplugin/proto/dra_v1beta1.grpc.pb.h"
@@ -73,14 +72,12 @@ std::string Mutate(std::mt19937& rng, std::string s) {
 }
 
 TEST(RequestFuzzTest, RandomRequestsOverTheSocket) {
-  char tmpl[] = "/tmp/sp-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string root = tmpl;
+  base::testing::TempDir tmp("kp");  // before the plugin, whose sockets are in it
   kube::metrics::Registry metrics;
   CheckingDriver driver;
   PluginOptions o;
-  o.registry_dir = root + "/registry";
-  o.plugin_dir = root + "/plugin";
+  o.registry_dir = tmp.Join("registry");
+  o.plugin_dir = tmp.Join("plugin");
   o.metrics = &metrics;
   {
     Plugin plugin(o, &driver);
@@ -132,7 +129,6 @@ TEST(RequestFuzzTest, RandomRequestsOverTheSocket) {
     ASSERT_TRUE(drav1::DRAPlugin::NewStub(channel)->NodePrepareResources(&ctx, req, &resp).ok());
     EXPECT_EQ(resp.claims().at("ab").devices_size(), 1);
   }
-  std::filesystem::remove_all(root);
 }
 
 }  // namespace

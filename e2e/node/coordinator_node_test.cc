@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <filesystem>
 #include <memory>
 #include <set>
 #include <string>
@@ -18,6 +17,7 @@
 #include "base/json.h"
 #include "base/strings.h"
 #include "base/subprocess.h"
+#include "base/testing/temp_dir.h"
 #include "e2e/node/node_env.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -77,9 +77,7 @@ class CoordinatorNodeTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (std::string why = NodeTestSkipReason(); !why.empty()) GTEST_SKIP() << why;
-    char dir[] = "/tmp/sp-coord-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir), nullptr);
-    tmp_ = dir;
+    tmp_ = dir_.path();
     agent_ = std::make_unique<StandInAgent>(tmp_ + "/agent.sock");
     agent_->Answer(200, ClusterConfig());
     auto net = Network::Create();
@@ -93,7 +91,6 @@ class CoordinatorNodeTest : public ::testing::Test {
   }
   void TearDown() override {
     agent_.reset();
-    if (!tmp_.empty()) std::filesystem::remove_all(tmp_);
   }
 
   // What a diff must not see change: links, routes of every table, rules, permanent neighbours.
@@ -181,6 +178,7 @@ class CoordinatorNodeTest : public ::testing::Test {
     EXPECT_EQ(out.exit_code, 0) << out.Describe();
   }
 
+  base::testing::TempDir dir_{"coord"};  // before agent_, whose socket is in it
   std::unique_ptr<Network> net_;
   std::unique_ptr<StandInAgent> agent_;
   std::string tmp_, node_, pod_;

@@ -25,6 +25,7 @@
 #include "base/strings.h"
 #include "base/subprocess.h"
 #include "base/testing/podman.h"
+#include "base/testing/temp_dir.h"
 #include "base/testing/wait.h"
 #include "dra/kubeletplugin/testing/fake_kubelet.h"
 #include "e2e/node/node_env.h"
@@ -62,9 +63,7 @@ class DraNodeTest : public ::testing::Test {
     cluster_ = std::move(*c);
     ASSERT_TRUE(cluster_->ApplyCRDs(kCrdDir).ok());
     ns_ = cluster_->ns();
-    char dir[] = "/tmp/sp-dra-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir), nullptr);
-    tmp_ = dir;
+    tmp_ = dir_.path();
     auto kubeconfig = cluster_->KubeconfigFor(tmp_);
     ASSERT_TRUE(kubeconfig.ok()) << kubeconfig.status();
     kubeconfig_ = *kubeconfig;
@@ -120,7 +119,6 @@ class DraNodeTest : public ::testing::Test {
       std::error_code ec;
       fs::remove(SpecPath(uid), ec);
     }
-    if (!tmp_.empty()) fs::remove_all(tmp_);
   }
 
   std::string SpecPath(const std::string& uid) const {
@@ -223,6 +221,7 @@ class DraNodeTest : public ::testing::Test {
         {"/bin/busybox", "env"});
   }
 
+  base::testing::TempDir dir_{"dra"};  // before agent_, whose sockets and log are in it
   std::unique_ptr<kube::testing::TestCluster> cluster_;
   std::unique_ptr<Network> net_;
   std::unique_ptr<base::Process> agent_;

@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
-#include <filesystem>
 #include <map>
 #include <optional>
 #include <fstream>
@@ -24,6 +23,7 @@
 #include "api/core.h"
 #include "api/spider.h"
 #include "api/apps.h"
+#include "base/testing/temp_dir.h"
 #include "base/testing/wait.h"
 #include "base/yaml.h"
 #include "multus/generate.h"
@@ -51,9 +51,7 @@ class IpamNodeTest : public ::testing::Test {
     cluster_ = std::move(*c);
     ASSERT_TRUE(cluster_->ApplyCRDs(kCrdDir).ok());
     ns_ = cluster_->ns();
-    char dir[] = "/tmp/sp-node-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir), nullptr);
-    tmp_ = dir;
+    tmp_ = dir_.path();
     auto kubeconfig = cluster_->KubeconfigFor(tmp_);
     ASSERT_TRUE(kubeconfig.ok()) << kubeconfig.status();
     kubeconfig_ = *kubeconfig;
@@ -102,7 +100,6 @@ class IpamNodeTest : public ::testing::Test {
       for (const auto& p : created_pools_) (void)pools.Delete("", p);
       for (const char* n : {"a", "b"}) (void)kube::Client<api::Node>(cluster_->rest()).Delete("", NodeName(n));
     }
-    if (!tmp_.empty()) std::filesystem::remove_all(tmp_);
   }
 
   std::string NodeName(std::string_view n) const { return base::StrCat(ns_, "-", n); }
@@ -296,6 +293,8 @@ class IpamNodeTest : public ::testing::Test {
     return recs;
   }
 
+  // Before the agents and the controller, whose sockets and logs are in it.
+  base::testing::TempDir dir_{"node"};
   std::unique_ptr<kube::testing::TestCluster> cluster_;
   std::unique_ptr<Network> net_;
   std::map<std::string, std::unique_ptr<base::Process>> agents_;

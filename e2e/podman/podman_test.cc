@@ -15,8 +15,9 @@
 #include "api/core.h"
 #include "api/spider.h"
 #include "base/strings.h"
-#include "base/testing/wait.h"
 #include "base/testing/podman.h"
+#include "base/testing/temp_dir.h"
+#include "base/testing/wait.h"
 #include "e2e/node/node_env.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -54,10 +55,8 @@ class PodmanTest : public ::testing::Test {
     ns_ = cluster_->ns();
     node_ = ns_ + "-podman";
     pool_ = ns_ + "-podman";
-    char dir[] = "/tmp/sp-podman-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir), nullptr);
-    tmp_ = dir;
-    bridge_ = "spbr" + tmp_.substr(tmp_.size() - 6);
+    tmp_ = dir_.path();
+    bridge_ = "spbr" + tmp_.substr(tmp_.size() - 6);  // the directory's unique suffix
     std::string kubeconfig;
     if (cluster_->loopback() != nullptr) {
       kubeconfig = tmp_ + "/kubeconfig";
@@ -122,7 +121,6 @@ class PodmanTest : public ::testing::Test {
       (void)kube::Client<api::SpiderIPPool>(cluster_->rest()).Delete("", pool_);
       (void)kube::Client<api::Node>(cluster_->rest()).Delete("", node_);
     }
-    if (!tmp_.empty()) std::filesystem::remove_all(tmp_);
   }
 
   // The pool's pod records (the agent's node reservations left out).
@@ -135,6 +133,8 @@ class PodmanTest : public ::testing::Test {
     return recs;
   }
 
+  // Before the agent and podman_, whose sockets, logs and files are in it.
+  base::testing::TempDir dir_{"podman"};
   std::unique_ptr<kube::testing::TestCluster> cluster_;
   std::unique_ptr<base::Process> agent_;
   std::string ns_, node_, pool_, tmp_, bridge_;

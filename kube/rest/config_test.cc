@@ -7,29 +7,21 @@
 #include <fstream>
 #include <map>
 
+#include "base/testing/temp_dir.h"
 #include "gtest/gtest.h"
 
 namespace spiderpool::kube {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/kube-config-test-XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-  std::string Write(const std::string& rel, const std::string& content) const {
-    std::string p = path_ + "/" + rel;
-    std::filesystem::create_directories(std::filesystem::path(p).parent_path());
-    std::ofstream(p) << content;
-    return p;
-  }
+using base::testing::TempDir;
 
- private:
-  std::string path_;
-};
+// Writes `content` to `rel` under `dir` (parent directories created); returns the file's path.
+std::string WriteFile(const TempDir& dir, const std::string& rel, const std::string& content) {
+  std::string p = dir.Join(rel);
+  std::filesystem::create_directories(std::filesystem::path(p).parent_path());
+  std::ofstream(p) << content;
+  return p;
+}
 
 constexpr char kKubeconfig[] = R"(
 apiVersion: v1
@@ -176,9 +168,9 @@ users: [{name: u, user: {exec: {command: aws}}}]
 }
 
 TEST(KubeconfigTest, LoadFromFileResolvesRelativePaths) {
-  TempDir dir;
-  dir.Write("pki/ca.crt", "MY-CA");
-  std::string path = dir.Write("kubeconfig", R"(
+  TempDir dir("kube-config");
+  WriteFile(dir, "pki/ca.crt", "MY-CA");
+  std::string path = WriteFile(dir, "kubeconfig", R"(
 current-context: a
 contexts: [{name: a, context: {cluster: c, user: u}}]
 clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443", certificate-authority: pki/ca.crt}}]
@@ -192,10 +184,10 @@ users: [{name: u, user: {tokenFile: tok}}]
 }
 
 TEST(InClusterConfigTest, ReadsServiceAccount) {
-  TempDir dir;
-  dir.Write("var/run/secrets/kubernetes.io/serviceaccount/token", "tok-1\n");
-  dir.Write("var/run/secrets/kubernetes.io/serviceaccount/ca.crt", "CA");
-  dir.Write("var/run/secrets/kubernetes.io/serviceaccount/namespace", "kube-system\n");
+  TempDir dir("kube-config");
+  WriteFile(dir, "var/run/secrets/kubernetes.io/serviceaccount/token", "tok-1\n");
+  WriteFile(dir, "var/run/secrets/kubernetes.io/serviceaccount/ca.crt", "CA");
+  WriteFile(dir, "var/run/secrets/kubernetes.io/serviceaccount/namespace", "kube-system\n");
   std::map<std::string, std::string> env = {{"KUBERNETES_SERVICE_HOST", "fd00::1"},
                                             {"KUBERNETES_SERVICE_PORT", "443"}};
   InClusterOptions opts;
@@ -319,14 +311,14 @@ namespace spiderpool::kube {
 namespace {
 
 TEST(ConfigFromEnvOrDefaultTest, KubeconfigEnvThenHome) {
-  TempDir dir;
-  std::string path = dir.Write("kc", R"(
+  TempDir dir("kube-config");
+  std::string path = WriteFile(dir, "kc", R"(
 current-context: a
 contexts: [{name: a, context: {cluster: c, user: u, namespace: from-env}}]
 clusters: [{name: c, cluster: {server: "https://10.0.0.9"}}]
 users: [{name: u, user: {token: t}}]
 )");
-  dir.Write("home/.kube/config", R"(
+  WriteFile(dir, "home/.kube/config", R"(
 current-context: a
 contexts: [{name: a, context: {cluster: c, namespace: from-home}}]
 clusters: [{name: c, cluster: {server: "https://10.0.0.8"}}]

@@ -1,9 +1,6 @@
 #include "kube/rest/rest_client.h"
 
-#include <stdlib.h>
-
 #include <atomic>
-#include <filesystem>
 #include <fstream>
 #include <future>
 #include <thread>
@@ -19,6 +16,7 @@
 
 #include "base/certs.h"
 #include "base/sigpipe.h"
+#include "base/testing/temp_dir.h"
 #include "gtest/gtest.h"
 #include "kube/rest/testing/fake_http_server.h"
 
@@ -252,9 +250,8 @@ TEST(RestClientTest, TokenFileIsReReadPeriodicallyAndAfter401) {
     }
     res.set_content("{}", "application/json");
   });
-  char tmpl[] = "/tmp/kube-token-test-XXXXXX";
-  std::string dir = mkdtemp(tmpl);
-  std::string token_file = dir + "/token";
+  base::testing::TempDir dir("kube-token");
+  std::string token_file = dir.Join("token");
   std::ofstream(token_file) << "t1\n";
   base::SimulatedClock clock;
   Config c = TestConfig(s);
@@ -298,7 +295,6 @@ TEST(RestClientTest, TokenFileIsReReadPeriodicallyAndAfter401) {
   }
   absl::StatusOr<Response> denied = client->Do({.path = "/x"});
   EXPECT_TRUE(kube::IsUnauthorized(denied.status()));
-  std::filesystem::remove_all(dir);
 }
 
 TEST(RestClientTest, ConnectionRefusedIsUnavailable) {

@@ -14,6 +14,7 @@
 #include "api/core.h"
 #include "base/log.h"
 #include "base/status.h"
+#include "base/testing/temp_dir.h"
 #include "gtest/gtest.h"
 #include "kube/rest/client.h"
 #include "kube/rest/rest_client.h"
@@ -542,9 +543,8 @@ TEST(RestIntegrationTest, KubeconfigFromTheLoopbackServer) {
   auto cluster = StartCluster();
   ASSERT_NE(cluster, nullptr);
   if (cluster->loopback() == nullptr) GTEST_SKIP() << "needs the loopback server";
-  char tmpl[] = "/tmp/kube-rest-it-XXXXXX";
-  std::string dir = mkdtemp(tmpl);
-  std::string path = dir + "/kubeconfig";
+  base::testing::TempDir dir("kube-rest-it");
+  std::string path = dir.Join("kubeconfig");
   ASSERT_TRUE(cluster->loopback()->WriteKubeconfig(path).ok());
   absl::StatusOr<Config> config = LoadKubeconfig(path);
   ASSERT_TRUE(config.ok()) << config.status();
@@ -552,8 +552,6 @@ TEST(RestIntegrationTest, KubeconfigFromTheLoopbackServer) {
   absl::StatusOr<std::shared_ptr<RestClient>> rest = RestClient::Create(*config);
   ASSERT_TRUE(rest.ok());
   EXPECT_TRUE((*rest)->Do({.path = "/api/v1/namespaces/" + cluster->ns()}).ok());
-  std::remove(path.c_str());
-  rmdir(dir.c_str());
 }
 
 }  // namespace

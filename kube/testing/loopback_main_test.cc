@@ -14,6 +14,7 @@
 
 #include "absl/strings/escaping.h"
 #include "base/strings.h"
+#include "base/testing/temp_dir.h"
 #include "base/yaml.h"
 #include "gtest/gtest.h"
 #include "kube/testing/test_client.h"
@@ -46,10 +47,8 @@ std::string ReadLine(int fd, absl::Duration timeout) {
 }
 
 TEST(LoopbackMain, StartsWritesKubeconfigAndStops) {
-  char tmpl[] = "/tmp/loopback-main-XXXXXX";
-  ASSERT_NE(::mkdtemp(tmpl), nullptr);
-  std::string dir = tmpl;
-  std::string kubeconfig = dir + "/kubeconfig";
+  base::testing::TempDir dir("loopback-main");
+  std::string kubeconfig = dir.Join("kubeconfig");
   int out[2];
   ASSERT_EQ(::pipe(out), 0);
   std::string bin = BinaryPath();
@@ -110,7 +109,6 @@ TEST(LoopbackMain, StartsWritesKubeconfigAndStops) {
   EXPECT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
   ::close(out[0]);
-  std::filesystem::remove_all(dir);
 }
 
 TEST(LoopbackMain, BadFlagsExitWithUsage) {

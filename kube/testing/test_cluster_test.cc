@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/testing/temp_dir.h"
 #include "gtest/gtest.h"
 #include "kube/rest/client.h"
 #include "kube/rest/errors.h"
@@ -75,9 +76,8 @@ TEST(TestClusterTest, RealClusterModeCreatesAndDeletesItsNamespace) {
   std::string saved = env != nullptr ? env : "";
   auto host = TestCluster::Start();
   ASSERT_TRUE(host.ok()) << host.status();
-  char tmpl[] = "/tmp/test-cluster-XXXXXX";
-  std::string dir = mkdtemp(tmpl);
-  std::string kubeconfig = dir + "/kubeconfig";
+  base::testing::TempDir dir("test-cluster");
+  std::string kubeconfig = dir.Join("kubeconfig");
   if ((*host)->loopback() != nullptr) {
     ASSERT_TRUE((*host)->loopback()->WriteKubeconfig(kubeconfig).ok());
   } else {
@@ -99,8 +99,6 @@ TEST(TestClusterTest, RealClusterModeCreatesAndDeletesItsNamespace) {
   } else {
     setenv(kTestKubeconfigEnv, saved.c_str(), 1);
   }
-  std::remove((dir + "/kubeconfig").c_str());
-  rmdir(dir.c_str());
   absl::StatusOr<base::Json> got = DynamicClient((*host)->rest(), kNamespaces).Get("", ns);
   // Gone, or terminating (deletionTimestamp set) while a real cluster finalizes it.
   EXPECT_TRUE(kube::IsNotFound(got.status()) ||

@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -22,6 +21,7 @@
 #include "base/certs.h"
 #include "base/json.h"
 #include "base/strings.h"
+#include "base/testing/temp_dir.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "kube/metrics/metrics.h"
@@ -374,9 +374,8 @@ TEST_F(ServerTest, StartNeedsACertificate) {
 }
 
 TEST_F(ServerTest, CertificateFilesAreReloadedWithoutRestart) {
-  char tmpl[] = "/tmp/sp-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
+  base::testing::TempDir tmp("webhook");  // before the server, which reads the files in it
+  const std::string& dir = tmp.path();
   std::string cert_file = WriteTemp(dir, "tls.crt", serving_.cert_pem);
   std::string key_file = WriteTemp(dir, "tls.key", serving_.key_pem);
   ServerOptions o;
@@ -410,7 +409,6 @@ TEST_F(ServerTest, CertificateFilesAreReloadedWithoutRestart) {
   EXPECT_FALSE(s->ReloadCertificate().ok());
   EXPECT_EQ(s->CertificatePem(), serving2.cert_pem);
   EXPECT_EQ(Connect(port, TLS1_2_VERSION, TLS1_3_VERSION).peer_cert_pem, serving2.cert_pem);
-  std::system(("rm -rf " + dir).c_str());
 }
 
 TEST_F(ServerTest, ProviderSourceAndPeriodicReload) {

@@ -4,7 +4,6 @@
 // patched in. Clients see what kubectl would print.
 
 #include <chrono>
-#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -15,6 +14,7 @@
 #include "base/clock.h"
 #include "base/json.h"
 #include "base/strings.h"
+#include "base/testing/temp_dir.h"
 #include "gtest/gtest.h"
 #include "kube/informer/informer.h"
 #include "kube/rest/client.h"
@@ -336,31 +336,29 @@ TEST_F(WebhookIntegrationTest, CertificateRotation) {
   EXPECT_EQ(p->spec.ip_version, 4);
 }
 
-// cert_dir mode: a temporary directory with tls.crt, tls.key and ca.crt (as a mounted Secret)
-// for the Service `service`, and the options of a server using it, whose configurations are
+// cert_dir mode: tls.crt, tls.key and ca.crt written into `dir` (as a mounted Secret) for the
+// Service `service`, and the options of a server using it, whose configurations are
 // Name(config).
-void WriteCertDir(const std::string& service, const std::string& ns, std::string* dir,
+void WriteCertDir(const std::string& service, const std::string& ns, const std::string& dir,
                   kw::ServingBundle* bundle) {
-  char tmpl[] = "/tmp/sp-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  *dir = tmpl;
   kw::ServingCertOptions co;
   co.service_name = service;
   co.service_namespace = ns;
   auto b = kw::GenerateServingBundle(co);
   ASSERT_TRUE(b.ok()) << b.status();
   *bundle = *b;
-  std::ofstream(*dir + "/tls.crt") << bundle->cert_pem;
-  std::ofstream(*dir + "/tls.key") << bundle->key_pem;
-  std::ofstream(*dir + "/ca.crt") << bundle->ca_pem;
+  std::ofstream(dir + "/tls.crt") << bundle->cert_pem;
+  std::ofstream(dir + "/tls.key") << bundle->key_pem;
+  std::ofstream(dir + "/ca.crt") << bundle->ca_pem;
 }
 
 // The other certificate mode (files of a mounted Secret, ca.crt patched into the caBundle) and
 // the kube::Runnable entry point.
 TEST_F(WebhookIntegrationTest, CertDirModeAsARunnable) {
-  std::string dir;
+  base::testing::TempDir tmp("webhook");  // before the server, which reads the files in it
+  const std::string& dir = tmp.path();
   kw::ServingBundle bundle;
-  ASSERT_NO_FATAL_FAILURE(WriteCertDir("spiderpool-controller-2", cluster_->ns(), &dir, &bundle));
+  ASSERT_NO_FATAL_FAILURE(WriteCertDir("spiderpool-controller-2", cluster_->ns(), dir, &bundle));
   auto w = WebhookServer::Create(rest_, CertDirOptions(dir, "spiderpool-controller-2", "dir"));
   ASSERT_TRUE(w.ok()) << w.status();
   WebhookServer& second = **w;
@@ -400,16 +398,16 @@ TEST_F(WebhookIntegrationTest, CertDirModeAsARunnable) {
   // Both configurations point at a stopped server now: remove them.
   ASSERT_TRUE(kube::Client<api::ValidatingWebhookConfiguration>(rest_).Delete("", Name("dir")).ok());
   ASSERT_TRUE(kube::Client<api::MutatingWebhookConfiguration>(rest_).Delete("", Name("dir")).ok());
-  std::filesystem::remove_all(dir);
 }
 
 // A controller started before its webhook configurations exist (cert_dir mode) serves anyway
 // and patches their caBundle once they appear, instead of exiting (and crash-looping) with
 // "MutatingWebhookConfiguration ... not found" (issue 18).
 TEST_F(WebhookIntegrationTest, CertDirModeWaitsForItsConfigurations) {
-  std::string dir;
+  base::testing::TempDir tmp("webhook");  // before the server, which reads the files in it
+  const std::string& dir = tmp.path();
   kw::ServingBundle bundle;
-  ASSERT_NO_FATAL_FAILURE(WriteCertDir("spiderpool-controller-3", cluster_->ns(), &dir, &bundle));
+  ASSERT_NO_FATAL_FAILURE(WriteCertDir("spiderpool-controller-3", cluster_->ns(), dir, &bundle));
   WebhookServerOptions o = CertDirOptions(dir, "spiderpool-controller-3", "late");
   o.cert_reload_interval = absl::Milliseconds(50);
   auto w = WebhookServer::Create(rest_, std::move(o));
@@ -440,7 +438,6 @@ TEST_F(WebhookIntegrationTest, CertDirModeWaitsForItsConfigurations) {
   // Always removed (no ASSERT above): they point at a stopped server.
   ASSERT_TRUE(kube::Client<api::ValidatingWebhookConfiguration>(rest_).Delete("", Name("late")).ok());
   ASSERT_TRUE(kube::Client<api::MutatingWebhookConfiguration>(rest_).Delete("", Name("late")).ok());
-  std::filesystem::remove_all(dir);
 }
 
 // The Pod resource-injection webhook (podResourceInject, issue 19 point 3) through the API
