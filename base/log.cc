@@ -71,6 +71,10 @@ bool LogEnabled(LogLevel level) { return static_cast<int>(level) >= g_level.load
 
 LogLine::LogLine(LogLevel level, bool enabled) : level_(level), enabled_(enabled) {}
 
+std::string StatusText(const absl::Status& s) {
+  return s.ToString(absl::StatusToStringMode::kWithNoExtraData);
+}
+
 LogLine& LogLine::Msg(std::string_view msg) { return AddField("msg", msg); }
 
 LogLine& LogLine::AddField(std::string_view key, std::string_view value) {

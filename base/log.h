@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "absl/status/status.h"
+
 namespace spiderpool::base {
 
 enum class LogLevel : int { kDebug = 0, kInfo = 1, kWarning = 2, kError = 3 };
@@ -24,6 +26,11 @@ void SetLogVerbosity(int v);
 int GetLogVerbosity();
 // Replaces the output sink (nullptr restores stderr). The sink gets whole lines.
 void SetLogSink(std::function<void(std::string_view line)> sink);
+
+// A status for a log line or a message: "CODE: message", without its payloads (kube/rest's
+// errors carry the HTTP code, the reason and the whole metav1.Status JSON as payloads, which
+// would repeat the message as escaped JSON on every line).
+std::string StatusText(const absl::Status& s);
 
 // Builds one log line; emitted when destroyed. Use via the SP_LOG / SP_VLOG macros.
 class LogLine {
@@ -44,6 +51,9 @@ class LogLine {
   LogLine& KV(std::string_view key, std::string_view value) { return AddField(key, value); }
   LogLine& KV(std::string_view key, const std::string& value) { return AddField(key, value); }
   LogLine& KV(std::string_view key, const char* value) { return AddField(key, value); }
+  LogLine& KV(std::string_view key, const absl::Status& value) {
+    return enabled_ ? AddField(key, StatusText(value)) : *this;
+  }
 
  private:
   LogLine& AddField(std::string_view key, std::string_view value);

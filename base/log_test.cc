@@ -29,5 +29,23 @@ TEST(Log, KeyValueLinesAndLevels) {
   EXPECT_FALSE(ParseLogLevel("loud", &l));
 }
 
+// A status is logged as "CODE: message": payloads (kube/rest puts the whole metav1.Status JSON
+// in one) stay out of the line.
+TEST(Log, StatusesWithoutPayloads) {
+  std::vector<std::string> lines;
+  SetLogSink([&](std::string_view l) { lines.emplace_back(l); });
+  absl::Status s = absl::AbortedError("the object has been modified");
+  s.SetPayload("spiderpool.io/kube/status", absl::Cord(R"({"kind":"Status","code":409})"));
+  SP_LOG(Warning).Msg("write failed").KV("error", s);
+  SP_LOG(Warning).Msg("fine").KV("error", absl::OkStatus());
+  SetLogSink(nullptr);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[0].find(R"(error="ABORTED: the object has been modified")"), std::string::npos)
+      << lines[0];
+  EXPECT_EQ(lines[0].find("kind"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("error=OK"), std::string::npos) << lines[1];
+  EXPECT_EQ(StatusText(s), "ABORTED: the object has been modified");
+}
+
 }  // namespace
 }  // namespace spiderpool::base

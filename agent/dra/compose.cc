@@ -110,7 +110,7 @@ void BuildPlugin(const NodeParts& in, Parts& parts) {
     d.api_version = *v;
   } else {
     SP_LOG(Warning).Msg("resource.k8s.io not served; claims will be read as v1")
-        .KV("error", v.status().ToString());
+        .KV("error", v.status());
   }
   parts.claim_driver = std::make_unique<drv::NetDriver>(in.rest, d);
   // status.devices[].networkData from this node's SpiderEndpoints (the IPAM results).
@@ -158,7 +158,7 @@ absl::Status AddToManager(kube::Manager& manager, const NodeParts& in) {
       [parts]() -> absl::Status {
         // A claim half-prepared before a crash is finished or rolled back before serving.
         if (absl::Status s = parts->claim_driver->Recover(); !s.ok()) {
-          SP_LOG(Warning).Msg("DRA checkpoint recovery").KV("error", s.ToString());
+          SP_LOG(Warning).Msg("DRA checkpoint recovery").KV("error", s);
         }
         SP_RETURN_IF_ERROR(parts->plugin->Start());
         std::cout << "dra_registration_socket=" << parts->plugin->sockets().registration << "\n"

@@ -86,7 +86,7 @@ void NetworkDataReporter::Start() {
       if (s.ok()) {
         queue_.Forget(*key);
       } else {
-        SP_LOG(Warning).Msg("networkData of the pod's claims").KV("pod", *key).KV("error", s.ToString());
+        SP_LOG(Warning).Msg("networkData of the pod's claims").KV("pod", *key).KV("error", s);
         queue_.AddRateLimited(*key);
       }
       queue_.Done(*key);

@@ -199,7 +199,7 @@ void NodeDevices::WatchLoop(std::stop_token stop) {
       if (device_plugin_) {
         if (absl::Status u = device_plugin_->Update(nics); !u.ok()) {
           // UNAVAILABLE: the kubelet is not there yet; the manager's resync registers later.
-          SP_LOG(Warning).Msg("device plugin update").KV("error", u.ToString());
+          SP_LOG(Warning).Msg("device plugin update").KV("error", u);
         }
       }
       std::lock_guard lock(mu_);
@@ -208,7 +208,7 @@ void NodeDevices::WatchLoop(std::stop_token stop) {
       cv_.notify_all();
     });
     if (s.ok()) return;
-    SP_LOG(Error).Msg("NIC watch failed; retrying").KV("error", s.ToString());
+    SP_LOG(Error).Msg("NIC watch failed; retrying").KV("error", s);
     std::mutex m;
     std::unique_lock lock(m);
     std::condition_variable_any().wait_for(lock, stop, absl::ToChronoMilliseconds(backoff),
@@ -272,7 +272,7 @@ void NodeDevices::PublishLoop(std::stop_token stop) {
     }
     publish_ok_ = false;
     if (publish_failures_ != nullptr) publish_failures_->Inc();
-    SP_LOG(Warning).Msg("ResourceSlice publish failed; retrying").KV("error", r.status().ToString())
+    SP_LOG(Warning).Msg("ResourceSlice publish failed; retrying").KV("error", r.status())
         .KV("in", absl::FormatDuration(backoff));
     dirty_ = true;  // retry the latest state after the backoff (or at once on a new change)
     cv_.wait_for(lock, stop, absl::ToChronoMilliseconds(backoff), [] { return false; });

@@ -43,7 +43,7 @@ void NodeBlocks::Stop() {
                               deadline);
         !s.ok()) {
       SP_LOG(Warning).Msg("leaving this node's reservations to the next agent").KV("pool", pool)
-          .KV("error", s.ToString());
+          .KV("error", s);
     }
   }
 }
@@ -153,7 +153,7 @@ absl::Status NodeBlocks::Sync(const std::string& pool, SyncWhat what, absl::Time
             book.dirty = true;
           } else if (!a.ok()) {
             lost.push_back(ip);
-            lost_why[ip] = a.ToString();
+            lost_why[ip] = base::StatusText(a);
           } else if (was_reservation) {
             book.dirty = true;
           }
@@ -444,7 +444,7 @@ void NodeBlocks::Loop(std::stop_token stop) {
       }
       if (!s.ok()) {
         SP_LOG(Warning).Msg("writing this node's reservations failed; will retry")
-            .KV("pool", pool).KV("error", s.ToString());
+            .KV("pool", pool).KV("error", s);
         failed = true;
       }
     }

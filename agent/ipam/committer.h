@@ -279,7 +279,7 @@ class GroupCommitter {
       SP_LOG(Warning).Msg("slow SpiderIPPool write").KV("pool", name)
           .KV("took_ms", absl::ToInt64Milliseconds(took)).KV("attempts", attempts)
           .KV("conflicts", conflicts).KV("mutations", batch.size())
-          .KV("last_error", last_error.ok() ? std::string() : last_error.ToString());
+          .KV("last_error", last_error.ok() ? std::string() : base::StatusText(last_error));
     };
     for (int attempt = 0;; ++attempt) {
       attempts = attempt + 1;

@@ -134,7 +134,7 @@ bool PoolCache::Read(const std::string& name) {
   const bool undecodable = absl::IsDataLoss(got.status());
   SP_LOG(Warning).Msg(undecodable ? "skipping a SpiderIPPool that does not decode"
                                   : "reading SpiderIPPool failed; will retry")
-      .KV("pool", name).KV("err", got.status().ToString());
+      .KV("pool", name).KV("err", got.status());
   absl::MutexLock l(&mu_);
   copies_[name].retry_at =
       clock_.Now() + (undecodable ? std::max(options_.status_refresh, options_.retry)
@@ -209,7 +209,7 @@ absl::Time PoolCache::Refresh() {
       due = std::move(unlisted);
     } else {
       SP_LOG(Warning).Msg("listing SpiderIPPools failed; reading them one by one")
-          .KV("err", all.status().ToString());
+          .KV("err", all.status());
     }
   }
   bool all_read = true;

@@ -121,7 +121,7 @@ void PoolWriter::AskForReservations(const std::string& pool) {
   absl::StatusOr<api::SpiderIPPool> r = pools_.Patch("", pool, kube::PatchType::kMerge, patch);
   if (!r.ok()) {
     SP_LOG(Warning).Msg("could not ask other nodes for their idle reservations").KV("pool", pool)
-        .KV("error", r.status().ToString());
+        .KV("error", r.status());
   }
 }
 
@@ -136,7 +136,7 @@ std::vector<base::IPRange> PoolWriter::ReservedRanges() const {
   absl::StatusOr<std::vector<base::IPRange>> ranges = sp::ReservedRanges(reserved);
   if (!ranges.ok()) {
     // A malformed SpiderReservedIP (the webhook should have refused it) reserves nothing.
-    SP_LOG(Warning).Msg("ignoring malformed SpiderReservedIP").KV("error", ranges.status().ToString());
+    SP_LOG(Warning).Msg("ignoring malformed SpiderReservedIP").KV("error", ranges.status());
     return {};
   }
   return *std::move(ranges);
@@ -379,7 +379,7 @@ void PoolWriter::Undo(const std::vector<Taken>& taken, const std::string& uid,
     if (!s.ok()) {
       // The record stays with this pod's UID: a retried ADD reuses it, the GC frees it.
       SP_LOG(Warning).Msg("could not undo a partial allocation").KV("pool", t.pool)
-          .KV("ip", t.ip.ToString()).KV("error", s.ToString());
+          .KV("ip", t.ip.ToString()).KV("error", s);
     }
   }
 }

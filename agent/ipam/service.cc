@@ -479,7 +479,7 @@ absl::StatusOr<ipamapi::IpamAddResponse> IpamService::Allocate(const ipamapi::Ip
   }
   if (!out.ok()) {
     SP_LOG(Warning).Msg("IPAM ADD failed").KV("pod", Key(args.pod_namespace, args.pod_name))
-        .KV("nic", args.if_name).KV("error", out.status().ToString());
+        .KV("nic", args.if_name).KV("error", out.status());
     RecordAddFailure(args, failure, out.status());
   } else if (const absl::Duration took = clock_->Now() - start; took > absl::Seconds(1)) {
     SP_LOG(Warning).Msg("slow IPAM ADD").KV("pod", Key(args.pod_namespace, args.pod_name))
@@ -564,7 +564,7 @@ absl::StatusOr<ipamapi::IpamAddResponse> IpamService::DoAllocate(const ipamapi::
           // truth: the stale endpoint goes, and the pod gets IPs anew (retrying would fail
           // the same way for ever: bench/chaos found a pod never addressed after 30 ADDs).
           SP_LOG(Warning).Msg("the pod's SpiderEndpoint names IPs its pool no longer holds for it; allocating anew")
-              .KV("pod", Key(args.pod_namespace, args.pod_name)).KV("error", moved.ToString());
+              .KV("pod", Key(args.pod_namespace, args.pod_name)).KV("error", moved);
           bool all = false;
           SP_RETURN_IF_ERROR(writer_.ReleasePodRecords(PoolsOf(*endpoint), pod->metadata.uid, "",
                                                        deadline, &all));
@@ -698,7 +698,7 @@ absl::Status IpamService::Release(const ipamapi::IpamDelArgs& args, absl::Time d
   }
   if (!out.ok()) {
     SP_LOG(Warning).Msg("IPAM DEL failed").KV("pod", Key(args.pod_namespace, args.pod_name))
-        .KV("container", args.container_id).KV("error", out.ToString());
+        .KV("container", args.container_id).KV("error", out);
   }
   return out;
 }

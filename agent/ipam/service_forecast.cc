@@ -118,7 +118,7 @@ std::optional<cni::IPAMConf> IpamService::NadIpamOf(const std::string& nad) {
         .Msg("cannot read the pools of a NetworkAttachmentDefinition; the pods using it get no "
              "reservation before their first ADD")
         .KV("nad", nad)
-        .KV("error", error.ToString());
+        .KV("error", error);
   }
   absl::MutexLock l(&prewarm_mu_);
   if (nad_ipam_.size() >= 256) nad_ipam_.clear();  // bounded; re-read at most once per pass

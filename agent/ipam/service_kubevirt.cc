@@ -34,7 +34,7 @@ bool IpamService::ConflictDetectionFor(const api::Pod& pod, const sp::PodOwner& 
     SP_LOG(Warning).Msg("cannot read the VM's migration; IP conflict detection stays on")
         .KV("pod", base::StrCat(pod.metadata.namespace_, "/", pod.metadata.name))
         .KV("migration", job->second)
-        .KV("error", vmim.status().ToString());
+        .KV("error", vmim.status());
   }
   return true;
 }

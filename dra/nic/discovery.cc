@@ -302,7 +302,7 @@ absl::Status NetlinkNicSource::Watch(std::stop_token stop, const NicListCallback
     if (delivered) Bump(stats, &WatchStats::relists);
     absl::StatusOr<std::vector<Nic>> nics = List();
     if (!nics.ok()) {
-      SP_LOG(Warning).Msg("listing NICs failed; retrying").KV("error", nics.status().ToString());
+      SP_LOG(Warning).Msg("listing NICs failed; retrying").KV("error", nics.status());
       burst_start = absl::Now();
       due = burst_start + options_.retry;
       continue;

@@ -121,7 +121,7 @@ void Controller::ProcessOne(const std::string& key, std::stop_token stop) {
         .KV("controller", name_)
         .KV("key", key)
         .KV("retries", queue_.NumRequeues(key))
-        .KV("err", result.status().ToString());
+        .KV("err", result.status());
     queue_.AddRateLimited(key);
     return;
   }

@@ -62,7 +62,7 @@ std::jthread Manager::Launch(Runnable* r, std::stop_token token) {
     SP_LOG(Info).Msg("starting runnable").KV("manager", options_.name).KV("runnable", r->Name());
     absl::Status s = r->Run(token);
     if (!s.ok() && !token.stop_requested()) {
-      SP_LOG(Error).Msg("runnable failed").KV("runnable", r->Name()).KV("err", s.ToString());
+      SP_LOG(Error).Msg("runnable failed").KV("runnable", r->Name()).KV("err", s);
       Fail(base::Annotate(s, r->Name()));
     }
   });

@@ -114,7 +114,7 @@ void EventRecorder::Write(const Pending& p) {
     }
     if (!kube::IsNotFound(patched.status())) {
       SP_LOG(Warning).Msg("cannot update event").KV("event", s.event_name)
-          .KV("err", patched.status().ToString());
+          .KV("err", patched.status());
       return;
     }
     seen_.erase(it);  // the event expired on the server: write a new one
@@ -142,7 +142,7 @@ void EventRecorder::Write(const Pending& p) {
   auto created = client_.Create(e);
   if (!created.ok()) {
     SP_LOG(Warning).Msg("cannot write event").KV("reason", p.reason)
-        .KV("object", p.object.name).KV("err", created.status().ToString());
+        .KV("object", p.object.name).KV("err", created.status());
     return;
   }
   seen_[key] = Seen{created->metadata.name, 1 + folded, p.at, p.at};

@@ -92,7 +92,7 @@ bool Reflector::DropRefusedFieldSelector(const absl::Status& s) {
   }
   SP_LOG(Warning).Msg("field selector not supported by the API server; watching every object")
       .KV("resource", client_.resource().GroupResource())
-      .KV("fieldSelector", options_.field_selector).KV("err", s.ToString());
+      .KV("fieldSelector", options_.field_selector).KV("err", s);
   options_.field_selector.clear();  // only Run's thread reads it
   return true;
 }
@@ -106,7 +106,7 @@ void Reflector::Run(std::stop_token stop) {
       absl::Status s = ListAndReplace();
       if (!s.ok() && DropRefusedFieldSelector(s)) continue;
       if (!s.ok()) {
-        SP_LOG(Warning).Msg("list failed").KV("resource", what).KV("err", s.ToString());
+        SP_LOG(Warning).Msg("list failed").KV("resource", what).KV("err", s);
         if (!clock_.SleepFor(backoff.Next(), stop)) return;
         continue;
       }
@@ -125,7 +125,7 @@ void Reflector::Run(std::stop_token stop) {
       need_list = true;
       continue;
     }
-    SP_LOG(Warning).Msg("watch failed").KV("resource", what).KV("err", s.ToString());
+    SP_LOG(Warning).Msg("watch failed").KV("resource", what).KV("err", s);
     if (!clock_.SleepFor(backoff.Next(), stop)) return;
   }
 }

@@ -64,13 +64,13 @@ bool LeaderElector::TryAcquireOrRenew() {
   if (!current.ok()) {
     if (current.status().code() != absl::StatusCode::kNotFound) {
       SP_LOG(Warning).Msg("leader election: cannot read lease").KV("lock", lock_->Describe())
-          .KV("err", current.status().ToString());
+          .KV("err", current.status());
       return false;
     }
     absl::Status created = lock_->Create(desired);
     if (!created.ok()) {
       SP_LOG(Warning).Msg("leader election: cannot create lease").KV("lock", lock_->Describe())
-          .KV("err", created.ToString());
+          .KV("err", created);
       return false;
     }
     std::lock_guard<std::mutex> lock(mu_);
@@ -108,7 +108,7 @@ bool LeaderElector::TryAcquireOrRenew() {
   absl::Status updated = lock_->Update(desired);
   if (!updated.ok()) {
     SP_VLOG(1).Msg("leader election: update failed").KV("lock", lock_->Describe())
-        .KV("err", updated.ToString());
+        .KV("err", updated);
     return false;
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -132,7 +132,7 @@ void LeaderElector::Release() {
   absl::Status s = lock_->Update(record);
   if (!s.ok()) {
     SP_LOG(Warning).Msg("leader election: release failed").KV("lock", lock_->Describe())
-        .KV("err", s.ToString());
+        .KV("err", s);
     return;
   }
   std::lock_guard<std::mutex> lock(mu_);

@@ -124,7 +124,7 @@ class TokenSource {
         SP_LOG(Warning)
             .Msg("cannot read bearer token file, using the last known token")
             .KV("file", file_)
-            .KV("error", text.ok() ? std::string("empty file") : text.status().ToString());
+            .KV("error", text.ok() ? std::string("empty file") : base::StatusText(text.status()));
       }
     }
     return cached_.empty() ? static_token_ : cached_;

@@ -294,7 +294,7 @@ std::unique_ptr<kube::Runnable> ConfigurationSync(std::shared_ptr<kube::RestClie
               // The chart installs it (and the RBAC for it) only with dra.enabled: quiet.
               wait = options.interval;
             } else {
-              SP_LOG(Warning).Msg("DRA claim webhook configuration").KV("error", s.ToString());
+              SP_LOG(Warning).Msg("DRA claim webhook configuration").KV("error", s);
             }
           }
           std::mutex mu;

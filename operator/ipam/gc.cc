@@ -215,7 +215,7 @@ size_t IPGarbageCollector::TriggerScan() {
     auto records = pool->AllocatedIPs();
     if (!records.ok()) {
       SP_LOG(Warning).Msg("IP GC: skipping a pool whose allocatedIPs do not parse")
-          .KV("pool", pool->metadata.name).KV("err", records.status().ToString());
+          .KV("pool", pool->metadata.name).KV("err", records.status());
       continue;
     }
     for (const auto& [ip, rec] : *records) {
@@ -423,7 +423,7 @@ absl::StatusOr<kube::ReconcileResult> IPGarbageCollector::ReconcilePod(const std
       gc_failures_.Inc(static_cast<double>(ips.size()));
       for (const auto& [ip, uid] : ips) failed_uids.insert(uid);
       SP_LOG(Error).Msg("IP GC: releasing from pool failed").KV("pool", pool).KV("pod", key)
-          .KV("err", released.status().ToString());
+          .KV("err", released.status());
       if (first_error.ok()) first_error = released.status();
       continue;
     }
@@ -442,7 +442,7 @@ absl::StatusOr<kube::ReconcileResult> IPGarbageCollector::ReconcilePod(const std
       auto deleted = DeleteEndpoint(ns, name, *uid);
       if (!deleted.ok()) {
         SP_LOG(Error).Msg("IP GC: deleting the SpiderEndpoint failed").KV("endpoint", key)
-            .KV("err", deleted.status().ToString());
+            .KV("err", deleted.status());
         if (first_error.ok()) first_error = deleted.status();
       } else if (*deleted) {
         endpoint_gc_.WithLabels({{"reason", std::string(GCReasonName(v.reason))}}).Inc();
@@ -482,7 +482,7 @@ void IPGarbageCollector::ReleaseReservationsOfGoneNode(const std::string& pool_n
   const size_t released = removed.ok() ? removed->size() : 0;
   if (!s.ok()) {
     SP_LOG(Error).Msg("IP GC: releasing the reservations of a deleted node failed")
-        .KV("pool", pool_name).KV("node", node).KV("err", s.ToString());
+        .KV("pool", pool_name).KV("node", node).KV("err", s);
     gc_failures_.Inc(static_cast<double>(ips.size()));
     return;
   }

@@ -238,7 +238,7 @@ absl::StatusOr<kube::ReconcileResult> PoolController::ReconcilePool(const std::s
         if (!records.ok()) {
           // Nothing sensible to count; the agent's next write (or a human) must fix it.
           SP_LOG(Error).Msg("SpiderIPPool status.allocatedIPs does not parse")
-              .KV("pool", name).KV("err", records.status().ToString());
+              .KV("pool", name).KV("err", records.status());
           return absl::OkStatus();
         }
         if (pool->metadata.IsDeleting() && records->empty()) {
@@ -252,7 +252,7 @@ absl::StatusOr<kube::ReconcileResult> PoolController::ReconcilePool(const std::s
         auto counts = ComputePoolCounts(*pool, reserved);
         if (!counts.ok()) {
           SP_LOG(Error).Msg("cannot count the IPs of SpiderIPPool")
-              .KV("pool", name).KV("err", counts.status().ToString());
+              .KV("pool", name).KV("err", counts.status());
           return absl::OkStatus();
         }
         if (api::HasPoolIPCounts(pool->status, *counts)) return absl::OkStatus();
@@ -328,7 +328,7 @@ absl::StatusOr<kube::ReconcileResult> PoolController::ReconcileSubnet(const std:
     const bool unparsable = !current.ok();
     if (unparsable) {
       SP_LOG(Error).Msg("SpiderSubnet status.controlledIPPools does not parse")
-          .KV("subnet", name).KV("err", current.status().ToString());
+          .KV("subnet", name).KV("err", current.status());
       current = api::PoolIPPreAllocations{};  // rebuilt from scratch below
     }
     const auto family = FamilyOf(subnet->spec.ip_version, subnet->spec.subnet);
@@ -336,7 +336,7 @@ absl::StatusOr<kube::ReconcileResult> PoolController::ReconcileSubnet(const std:
         UsableRanges(subnet->spec.ips, subnet->spec.exclude_ips, family);
     if (!subnet_usable.ok()) {
       SP_LOG(Error).Msg("cannot count the IPs of SpiderSubnet")
-          .KV("subnet", name).KV("err", subnet_usable.status().ToString());
+          .KV("subnet", name).KV("err", subnet_usable.status());
       return absl::OkStatus();
     }
 

@@ -427,7 +427,7 @@ absl::StatusOr<kube::ReconcileResult> AutoPoolController::Reconcile(const std::s
           .Msg("failed to create or scale the auto-created IPPool")
           .KV("application", key)
           .KV("pool", pool_name)
-          .KV("err", out.status().ToString());
+          .KV("err", out.status());
       note(kube::WithContext(out.status(), StrCat("auto-created IPPool ", pool_name)));
     } else if (*out == Outcome::kWaiting) {
       waiting = true;
