@@ -575,6 +575,9 @@ void LoopbackApiServer::SetLatencyModel(LatencyModel model) {
 }
 
 LatencyModel LoopbackApiServer::latency_model() const { return impl_->core->latency_model(); }
+size_t LoopbackApiServer::WritesWaitingForTurn() const {
+  return impl_->core->WritesWaitingForTurn();
+}
 
 int LoopbackApiServer::CutConnections() {
   // Every socket of this process whose local port is the server's and that is not the

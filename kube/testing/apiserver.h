@@ -371,6 +371,9 @@ class LoopbackApiServer {
   // Requests already waiting keep their delay.
   void SetLatencyModel(LatencyModel model);
   LatencyModel latency_model() const;
+  // Writes waiting for their object's turn (per_object_write) behind another write of it: lets
+  // a test know a request is queued, with its deadline set, before it moves the clock.
+  size_t WritesWaitingForTurn() const;
   // Forgets watch history and list snapshots: older resourceVersions get 410 on watch and
   // outstanding continue tokens expire.
   void CompactHistory();

@@ -189,9 +189,11 @@ TEST_F(LatencyTest, AQueuedWritePastItsTimeoutGets504AndIsNotPerformed) {
   first.Run([&] { return client_->Patch(path, {{"data", {{"first", "1"}}}}); });
   ASSERT_TRUE(clock_.WaitForSleepers(1));  // holds the object for 10 s
   late.Run([&] { return client_->Patch(path + "?timeout=2s", {{"data", {{"late", "1"}}}}); });
-  absl::SleepFor(kSettle);  // queued behind the first
+  // Queued behind the first, its deadline set: only then may the clock move (a fixed pause
+  // was not enough on a loaded machine: the late write arrived after the clock had moved).
+  ASSERT_TRUE(WaitUntil([&] { return server_->WritesWaitingForTurn() == 1; }));
   third.Run([&] { return client_->Patch(path, {{"data", {{"third", "1"}}}}); });
-  absl::SleepFor(kSettle);
+  ASSERT_TRUE(WaitUntil([&] { return server_->WritesWaitingForTurn() == 2; }));
   clock_.Advance(absl::Seconds(2));
   ASSERT_TRUE(WaitUntil([&] { return late.done() == 1; })) << "no answer at its deadline";
   EXPECT_THAT(late.codes(), ::testing::ElementsAre(504));

@@ -215,6 +215,7 @@ class Core {
   void CountConnectionCut(int64_t sockets);
   void SetLatencyModel(LatencyModel model) { latency_.Set(model); }
   LatencyModel latency_model() const { return latency_.Get(); }
+  size_t WritesWaitingForTurn() const { return latency_.WritesWaiting(); }
   // HTTP requests answered 504 because their deadline passed before they were served, and
   // requests dropped unserved because their client went away.
   int64_t timed_out() const { return timed_out_.load(std::memory_order_relaxed); }

@@ -71,6 +71,13 @@ LatencyState::TurnWait LatencyState::WaitForTurn(const std::string& object_key,
   return TurnWait::kTurn;
 }
 
+size_t LatencyState::WritesWaiting() const {
+  std::lock_guard<std::mutex> l(mu_);
+  size_t n = 0;
+  for (const auto& [key, q] : queues_) n += q.next_ticket - q.serving - 1 - q.gone.size();
+  return n;
+}
+
 bool LatencyState::AdvanceLocked(Queue& q) {
   ++q.serving;
   while (!q.gone.empty() && *q.gone.begin() == q.serving) {

@@ -66,6 +66,8 @@ class LatencyState {
   TurnWait WaitForTurn(const std::string& object_key, const std::function<bool()>& give_up,
                        std::optional<Turn>* turn);
   static constexpr absl::Duration kGiveUpPoll = absl::Milliseconds(100);
+  // Writes queued behind another write of their object (not the ones in their turn).
+  size_t WritesWaiting() const;
 
   // When a watch event of a change made at `now` may be delivered (InfinitePast() if
   // watch_delay is zero).
