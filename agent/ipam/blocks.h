@@ -261,8 +261,9 @@ class NodeBlocks {
   // block does not track (a batch-mate's top-up in this very write, or a write reported
   // failed that landed) go to `*adopted`, for AddReserved once the write landed, as TopUp's
   // do. Marks the state dirty when there are any: the write (a no-op one is answered without
-  // a new version) proves `state` current before they are handed out. Without this an ADD waited its whole 30 s for IPs its own node held
-  // (ipam_e2e, 50 nodes: "all IP addresses used out ... (node-11: 92, ...)" on node-11).
+  // a new version) proves `state` current before they are handed out. Without this an ADD
+  // waited its whole 30 s for IPs its own node held (ipam_e2e, 50 nodes: "all IP addresses
+  // used out ... (node-11: 92, ...)" on node-11).
   void AdoptUntracked(const std::string& pool, const ::spiderpool::ipam::PoolState& state,
                       std::vector<base::IPAddress>* adopted, bool* dirty);
   // A DEL (point 5): every IP of `pool` that `uid` holds through this node — handed out from the

@@ -268,7 +268,10 @@ absl::StatusOr<PoolWriter::Taken> PoolWriter::TakeOne(const std::vector<std::str
               }
               waitable = blocks_.Waitable(pool, book.state);
               holders = book.state.HoldersSummary();
-              ours = blocks_.Describe(pool, book.state);
+              // Only for the first "pool full" log line of this ADD.
+              if (waiting_since == absl::InfiniteFuture()) {
+                ours = blocks_.Describe(pool, book.state);
+              }
             }
             if (!a.ok()) return a.status();
             got.ip = a->ip;
