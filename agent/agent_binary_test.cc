@@ -184,6 +184,25 @@ TEST_F(AgentBinaryTest, TakenHealthPortExitsWithTheErrorNotACrash) {
       << "the kubelet plugin's registration socket was left behind";
 }
 
+// The chart's `debug.logLevel` is $SPIDERPOOL_LOG_LEVEL: debug lines appear with "debug", and a
+// value that is no level stops the agent naming the variable.
+TEST_F(AgentBinaryTest, LogLevelComesFromTheChartsEnvironmentVariable) {
+  const std::vector<std::string> argv = {
+      Runfile("agent/spiderpool-agent"), "--node-name=" + cluster_->ns() + "-node",
+      "--kubeconfig=" + kubeconfig_, "--socket=" + tmp_ + "/ipam.sock", "--health-port=-1"};
+  auto bad = base::RunProcess(
+      {.argv = argv, .env = {{"SPIDERPOOL_LOG_LEVEL", "loud"}}, .inherit_env = true});
+  ASSERT_TRUE(bad.ok()) << bad.status();
+  EXPECT_EQ(bad->exit_code, 1) << bad->stderr_data;
+  EXPECT_NE(bad->stderr_data.find("$SPIDERPOOL_LOG_LEVEL=\"loud\""), std::string::npos)
+      << bad->stderr_data;
+
+  setenv("SPIDERPOOL_LOG_LEVEL", "debug", 1);
+  Start(Runfile("agent/spiderpool-agent"), {}, "socket=");
+  unsetenv("SPIDERPOOL_LOG_LEVEL");
+  EXPECT_NE(ReadFile(Log()).find("\nD"), std::string::npos) << ReadFile(Log());
+}
+
 TEST_F(AgentBinaryTest, DevicePluginWithoutTheDraBinaryFailsClearly) {
   // The IPAM-only binary alone in a directory: nothing to exec.
   const std::string lonely = tmp_ + "/bin/spiderpool-agent";

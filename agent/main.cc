@@ -106,6 +106,9 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 32 * 1024);
   mallopt(M_TRIM_THRESHOLD, 256 * 1024);
   base::ParseFlags(argc, argv, "spiderpool-agent: per-node IPAM for Spiderpool");
+  if (absl::Status s = base::SetLogLevelFromEnv("SPIDERPOOL_LOG_LEVEL"); !s.ok()) {
+    return Fail("log level", s);
+  }
   if (absl::Status s = agent::dra::ExecDraAgentIfAsked(argv); !s.ok()) return Fail("exec", s);
 
   const std::string node = absl::GetFlag(FLAGS_node_name).empty()

@@ -5,6 +5,7 @@
 
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "base/log.h"
 
 namespace spiderpool::base {
 
@@ -31,6 +32,18 @@ std::vector<std::string> ParseFlags(int argc, char** argv, const char* usage) {
 std::string EnvOr(const char* name, std::string fallback) {
   const char* v = std::getenv(name);
   return v != nullptr && *v != '\0' ? std::string(v) : fallback;
+}
+
+absl::Status SetLogLevelFromEnv(const char* name) {
+  const std::string value = EnvOr(name, "");
+  if (value.empty()) return absl::OkStatus();
+  LogLevel level;
+  if (!ParseLogLevel(value, &level)) {
+    return absl::InvalidArgumentError(std::string("$") + name + "=\"" + value +
+                                      "\": not a log level (debug, info, warn, error)");
+  }
+  SetLogLevel(level);
+  return absl::OkStatus();
 }
 
 }  // namespace spiderpool::base

@@ -51,7 +51,8 @@ bool ParseLogLevel(std::string_view text, LogLevel* out) {
   if (t == "debug") *out = LogLevel::kDebug;
   else if (t == "info") *out = LogLevel::kInfo;
   else if (t == "warn" || t == "warning") *out = LogLevel::kWarning;
-  else if (t == "error") *out = LogLevel::kError;
+  // zap's fatal and panic (upstream's levels) log as errors here.
+  else if (t == "error" || t == "fatal" || t == "panic") *out = LogLevel::kError;
   else return false;
   return true;
 }

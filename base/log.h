@@ -16,7 +16,8 @@ namespace spiderpool::base {
 
 enum class LogLevel : int { kDebug = 0, kInfo = 1, kWarning = 2, kError = 3 };
 
-// Parses "debug"/"info"/"warn"/"warning"/"error" (case-insensitive); false if unknown.
+// Parses "debug"/"info"/"warn"/"warning"/"error" (case-insensitive; upstream's "fatal" and
+// "panic" are "error"); false if unknown.
 bool ParseLogLevel(std::string_view text, LogLevel* out);
 
 void SetLogLevel(LogLevel level);

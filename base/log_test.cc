@@ -26,6 +26,8 @@ TEST(Log, KeyValueLinesAndLevels) {
   LogLevel l;
   EXPECT_TRUE(ParseLogLevel("WARN", &l));
   EXPECT_EQ(l, LogLevel::kWarning);
+  EXPECT_TRUE(ParseLogLevel("Panic", &l));
+  EXPECT_EQ(l, LogLevel::kError);
   EXPECT_FALSE(ParseLogLevel("loud", &l));
 }
 

@@ -410,6 +410,9 @@ int main(int argc, char** argv) {
   spiderpool::base::IgnoreSigpipe();
   mallopt(M_ARENA_MAX, 2);
   base::ParseFlags(argc, argv, "spiderpool-controller: the cluster side of Spiderpool");
+  if (absl::Status s = base::SetLogLevelFromEnv("SPIDERPOOL_LOG_LEVEL"); !s.ok()) {
+    return Fail("log level", s);
+  }
   Settings settings = SettingsFromFlags();
   absl::StatusOr<kube::Config> config = KubeConfig(settings);
   if (!config.ok()) return Fail("kubeconfig", config.status());

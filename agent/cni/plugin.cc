@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -39,15 +38,7 @@ class FileLog {
     delete current;
     current = new FileLog(ipam);
     base::LogLevel level = base::LogLevel::kDebug;
-    std::string lower;
-    for (char c : ipam.log_level) {
-      lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    }
-    if (lower == "fatal" || lower == "panic") {
-      level = base::LogLevel::kError;
-    } else {
-      base::ParseLogLevel(lower, &level);
-    }
+    base::ParseLogLevel(ipam.log_level, &level);  // unknown: debug (upstream's default)
     base::SetLogLevel(level);
     FileLog* self = current;
     base::SetLogSink([self](std::string_view line) { self->Write(line); });

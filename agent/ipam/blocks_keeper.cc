@@ -193,6 +193,9 @@ absl::Status NodeBlocks::Sync(const std::string& pool, SyncWhat what, absl::Time
         return absl::OkStatus();
       },
       deadline, on_conflict, [&] { Landed(); });
+  SP_LOG(Debug).Msg("node reservations written").KV("pool", pool).KV("flushed", batch.size())
+      .KV("freed", freed).KV("gave_back", releasing.size()).KV("reserved", topped_up.size())
+      .KV("topup", what.topup).KV("asked", what.asked).KV("status", s);
   // A pool that is gone took its records and reservations with it.
   const bool gone = absl::IsNotFound(s) && (!releasing.empty() || !frees.empty());
   if (!s.ok() && !gone) {

@@ -275,8 +275,9 @@ class GroupCommitter {
     const absl::Time started = clock_->Now();
     absl::Cleanup slow = [&] {
       const absl::Duration took = clock_->Now() - started;
-      if (took < absl::Seconds(1)) return;
-      SP_LOG(Warning).Msg("slow SpiderIPPool write").KV("pool", name)
+      const bool is_slow = took >= absl::Seconds(1);
+      (is_slow ? SP_LOG(Warning) : SP_LOG(Debug))
+          .Msg(is_slow ? "slow SpiderIPPool write" : "SpiderIPPool write").KV("pool", name)
           .KV("took_ms", absl::ToInt64Milliseconds(took)).KV("attempts", attempts)
           .KV("conflicts", conflicts).KV("mutations", batch.size())
           .KV("last_error", last_error.ok() ? std::string() : base::StatusText(last_error));

@@ -296,6 +296,8 @@ absl::StatusOr<PoolWriter::Taken> PoolWriter::TakeOne(const std::vector<std::str
             if (!adopted_only) blocks_.NoteWritten(request.pod_uid);
           });
       blocks_.SlowPathEnd(pool, request.pod_uid, s.ok() && !adopted_only);
+      SP_LOG(Debug).Msg("ADD wrote the pool (no reserved IP)").KV("pool", pool)
+          .KV("pod", request.pod).KV("reserved", topped_up.size()).KV("status", s);
       if (s.ok() && adopted_only) {
         // Usually a batch-mate's top-up in the same write (reserved for the pods of this node,
         // this one included); else a write of ours reported failed that landed.

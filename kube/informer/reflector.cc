@@ -110,6 +110,7 @@ void Reflector::Run(std::stop_token stop) {
         if (!clock_.SleepFor(backoff.Next(), stop)) return;
         continue;
       }
+      SP_LOG(Debug).Msg("listed").KV("resource", what).KV("rv", LastSyncResourceVersion());
       need_list = false;
       backoff.Reset();
     }
