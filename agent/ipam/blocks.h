@@ -319,7 +319,8 @@ class NodeBlocks {
     int topups_in_flight = 0;
     int yields_in_a_row = 0;  // background writes that lost a 409 race and stepped back
     absl::Time retry_at = absl::InfinitePast();  // after a yield
-    absl::Time last_take = absl::InfinitePast();
+    absl::Time last_take = absl::InfinitePast();     // a hand-out or a top-up
+    absl::Time last_handout = absl::InfinitePast();  // Take handed an IP out
     absl::Time first_unflushed = absl::InfiniteFuture();
     // Point 4: when the prewarm write is due (InfiniteFuture: none planned), and when it landed.
     absl::Time prewarm_at = absl::InfiniteFuture();
@@ -359,6 +360,10 @@ class NodeBlocks {
   void NoteFairPartLocked(Block& b, const ::spiderpool::ipam::PoolState& state,
                           const std::string& asker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t KeepForWaitingLocked(const Block& b) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What a node whose pods are still starting keeps of its free reservations in a pool with
+  // no unreserved IP left: its fair part less its pods' (before its first write of the pool,
+  // when that is not known: what its waiting pods need).
+  int64_t BusyHoldLocked(const Block& b) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // This node's reservations in `state` that no pod holds through the block and that are not
   // being given back (the free ones and the untracked ones).
   std::vector<base::IPAddress> UnusedLocked(const Block& b,

@@ -319,15 +319,18 @@ void NodeBlocks::Loop(std::stop_token stop) {
         if (!b.prewarm_done && b.prewarm_at != absl::InfiniteFuture()) {
           if (now >= b.prewarm_at) what.topup = true; else next = std::min(next, b.prewarm_at);
         }
-        // Ahead of demand: pods are being started here and the block runs low.
-        if (now - b.last_take < options_.flush_after && Low(b)) {
-          what.topup = true;
-          what.flush = !b.assigned.empty();  // the same write records what was handed out
-        }
         const bool wanted_here = wanted.count(pool) && wanted[pool];
         std::shared_ptr<const api::SpiderIPPool> cached = hooks_.cached_pool(pool);
         // No unreserved IP left: other nodes may be waiting for one.
         const bool tight = cached == nullptr || cached->status.free_ip_count.value_or(1) == 0;
+        // Ahead of demand: pods are being started here and the block runs low. Not in a pool
+        // with no unreserved IP left: such a top-up reserves nothing, and its write only
+        // failed the writes of nodes that still had their fair part to reserve (ipam_e2e,
+        // pods created at their ADD: 2-4 409s each).
+        if (now - b.last_take < options_.flush_after && Low(b) && !tight) {
+          what.topup = true;
+          what.flush = !b.assigned.empty();  // the same write records what was handed out
+        }
         // Point 8: what this node keeps reserved here with no pod waiting: only in a roomy pool
         // (the free count is unknown before the controller or a write sets it), never beyond
         // its fair part of the pool (a node whose pods hold their share of a pool keeps none).
@@ -375,9 +378,13 @@ void NodeBlocks::Loop(std::stop_token stop) {
           // for other nodes' give-backs, and those nodes' pods for the next ones' (ipam_e2e,
           // 100 nodes: waves of 50-300 s, up to 1447 failed ADDs). Pods that do not come
           // within `idle_release` are no reason to keep IPs other nodes' ADDs wait for.
+          // While they keep coming, that is the node's fair part (point 6), not only the pods
+          // already waiting: when pods are created as they start (a Deployment landing), a
+          // node sees one kubelet batch waiting at a time, and a node that had just reserved
+          // its fair part gave all but 8 back and wrote the pool again for its next batch.
           const absl::Time idle_at = b.last_take + options_.idle_release;
-          const int64_t hold =
-              std::max(keep, tight && now < idle_at ? KeepForWaitingLocked(b) : 0);
+          const int64_t busy_hold = BusyHoldLocked(b);
+          const int64_t hold = std::max(keep, tight && now < idle_at ? busy_hold : 0);
           if (hold > keep && now >= at) next = std::min(next, idle_at);
           if (now >= at && hold == 0) {
             what.release = true;
@@ -388,8 +395,7 @@ void NodeBlocks::Loop(std::stop_token stop) {
             next = std::min(next, at);
             // The pool has no unreserved IP left and other nodes may be waiting for one: what
             // the pods waiting here will not need goes back now, not when this node is idle.
-            const int64_t surplus =
-                static_cast<int64_t>(b.free.size()) - KeepForWaitingLocked(b);
+            const int64_t surplus = static_cast<int64_t>(b.free.size()) - busy_hold;
             if (tight && hooks_.waiting_pods && surplus > 0) what.release_some = surplus;
           }
         }

@@ -293,6 +293,49 @@ TEST_F(BlocksTest, ReservationsForWaitingPodsStopAtTheFairPartOfATightPool) {
   EXPECT_EQ(reserve(12), 8u) << "node-b's 12 pods leave 8, under the fair part: all of them";
 }
 
+// While a node's pods are starting and only one of them is in sight (pods created as they
+// start: a Deployment landing), a top-up goes to what is left of the node's fair part of the
+// pool, not to half of the free IPs per node: halves shrink with every node's write, and ten
+// nodes sharing an exactly full pool needed ~9 writes each (ipam_e2e --pod-lead-ms=0).
+TEST_F(BlocksTest, WhilePodsAreStartingATopUpGoesToTheFairPartNotHalfTheFree) {
+  blocks_ = std::make_unique<NodeBlocks>(
+      kNode, BlockOptions{.max_block = 64}, committer_.get(),
+      NodeBlocks::Hooks{.cached_pool = [](const std::string&) { return nullptr; },
+                        .endpoint_ips = [](const std::string&) {
+                          return std::map<base::IPAddress, sp::AllocationRequest>{};
+                        },
+                        .build = Build,
+                        .waiting_pods = [] { return std::set<std::string>{"wait-0"}; }},
+      nullptr);
+  absl::StatusOr<std::string> wide =
+      CreatePool("wide", "10.11.0.0/24", {"10.11.0.1-10.11.0.200"});
+  ASSERT_TRUE(wide.ok()) << wide.status();
+  auto pool = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", *wide);
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  absl::StatusOr<sp::PoolState> st = Build(*pool);
+  ASSERT_TRUE(st.ok()) << st.status();
+  for (int n = 0; n < 4; ++n) {  // four other nodes' standing blocks
+    ASSERT_TRUE(st->Reserve(base::StrCat("node-o", n), 8).ok());
+  }
+  std::vector<base::IPAddress> reserved;
+  bool dirty = false;
+  blocks_->TopUp(*wide, *st, &reserved, &dirty);
+  EXPECT_EQ(reserved.size(), 16u) << "no pod started here yet: half of 168 free over 5 nodes";
+  blocks_->AddReserved(*wide, reserved);
+  for (int i = 0; i < 9; ++i) {
+    const std::string uid = base::StrCat("p", i);
+    ASSERT_TRUE(blocks_
+                    ->Take(*wide, {.pod = "ns/" + uid, .pod_uid = uid, .node = kNode},
+                           [](const base::IPAddress&) { return true; },
+                           absl::Now() + absl::Seconds(1))
+                    .has_value());
+  }
+  blocks_->TopUp(*wide, *st, &reserved, &dirty);
+  // Its fair part: 200 IPs over 5 nodes = 40, less the 9 handed out = 31 to keep free; it
+  // holds 7. (Half of the 152 free over 5 nodes would have been 15: 8 more.)
+  EXPECT_EQ(reserved.size(), 24u);
+}
+
 // In a pool with no unreserved IP left, a node whose pods are still coming keeps what they
 // need (up to its fair part) after `tight_idle_release`: it gave all of it back, its next
 // pods then waited for other nodes' give-backs and theirs for the next ones' (ipam_e2e, 100
