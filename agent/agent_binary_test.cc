@@ -20,6 +20,7 @@
 #include "base/strings.h"
 #include "base/subprocess.h"
 #include "base/testing/temp_dir.h"
+#include "base/testing/wait.h"
 #include "gtest/gtest.h"
 #include "kube/testing/test_cluster.h"
 
@@ -200,7 +201,10 @@ TEST_F(AgentBinaryTest, LogLevelComesFromTheChartsEnvironmentVariable) {
   setenv("SPIDERPOOL_LOG_LEVEL", "debug", 1);
   Start(Runfile("agent/spiderpool-agent"), {}, "socket=");
   unsetenv("SPIDERPOOL_LOG_LEVEL");
-  EXPECT_NE(ReadFile(Log()).find("\nD"), std::string::npos) << ReadFile(Log());
+  // The informers' "listed" lines come once their lists are in, after the agent started.
+  EXPECT_TRUE(base::testing::WaitUntil(
+      [&] { return ReadFile(Log()).find("\nD") != std::string::npos; }))
+      << ReadFile(Log());
 }
 
 TEST_F(AgentBinaryTest, DevicePluginWithoutTheDraBinaryFailsClearly) {
