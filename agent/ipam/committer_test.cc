@@ -490,5 +490,26 @@ TEST(CommitterPacing, TheWindowGrowsToOneRoundTripPerWriterOfThePool) {
       << "capped at 16 round trips although 64 agents write the pool";
 }
 
+// A pool that few agents write (fewer than 16): the cap is one slot (half a round trip) per
+// writer, not 1 s or 16 round trips. With 10 nodes a node that had lost a few races in a row
+// waited up to 1 s each time while the others kept writing (ipam_e2e, pods created as they
+// start: that node's ADDs 1.5-3 s behind).
+TEST(CommitterPacing, WithFewWritersTheWindowIsCappedAtASlotPerWriter) {
+  constexpr int kConflicts = 12;
+  constexpr absl::Duration kSlow = absl::Milliseconds(250);
+  constexpr int64_t kWriters = 10;
+  SteppingClock clock;
+  ConflictingStore store(&clock, kConflicts, kSlow);
+  GroupCommitter<Book>::Hooks hooks = BookHooks();
+  hooks.writers = [](const std::string& name) { return name == "busy" ? kWriters : 0; };
+  GroupCommitter<Book> committer(&store, hooks, &clock);
+  std::string ip;
+  ASSERT_TRUE(committer.Run("busy", Allocate("p1", 5, &ip), clock.Now() + absl::Hours(1)).ok());
+  ASSERT_EQ(clock.waits.size(), static_cast<size_t>(kConflicts - 1));
+  // 10 slots of 125 ms: 5 round trips (the cap without writers would be 16 of them, 4 s).
+  EXPECT_GT(LongestWaitWithinWindows(clock.waits, kSlow, kWriters / 2), kSlow)
+      << "the window must still grow to its cap";
+}
+
 }  // namespace
 }  // namespace spiderpool::agent::ipam
