@@ -27,8 +27,8 @@
 //      `max_flush_delay` after the first; both longer in a pool shared by more than
 //      kNodesPerFlushWindow nodes), and reservations unused for `idle_release` go back
 //      to the pool (after `tight_idle_release` when the pool has no unreserved IP left, so that
-//      other nodes waiting for one get it quickly; then also at once, while busy, whatever the
-//      pods waiting here will not need). These background writes step back for a random
+//      other nodes waiting for one get it quickly; then also at once, while busy, whatever is
+//      beyond the node's fair part, point 6). These background writes step back for a random
 //      moment when they lose a 409 race (GroupCommitter::OnConflict::kYield) instead of
 //      retrying together with the other losers; ADDs never do.
 //   4. Ahead of the first pod: once the caches have synced, the keeper reserves a block in
