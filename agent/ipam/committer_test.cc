@@ -473,20 +473,26 @@ TEST(CommitterPacing, OnSlowRoundTripsTheWindowIsCappedAtSixteenOfThem) {
       << "capped at 1 s although a round trip is 250 ms";
 }
 
-// A pool that more agents write than 16: the cap is one round trip per writer (Hooks::writers).
-TEST(CommitterPacing, TheWindowGrowsToOneRoundTripPerWriterOfThePool) {
-  constexpr int kConflicts = 16;  // 9 draws from windows over 4 s: all under it ~1e-5
-  constexpr absl::Duration kSlow = absl::Milliseconds(250);
-  constexpr int64_t kWriters = 64;
+// The waits of one mutation that meets `conflicts` 409s in a row on pool "busy", which
+// `writers` agents write, each write taking `round_trip`.
+std::vector<absl::Duration> WaitsWithWriters(int conflicts, absl::Duration round_trip,
+                                             int64_t writers) {
   SteppingClock clock;
-  ConflictingStore store(&clock, kConflicts, kSlow);
+  ConflictingStore store(&clock, conflicts, round_trip);
   GroupCommitter<Book>::Hooks hooks = BookHooks();
-  hooks.writers = [](const std::string& name) { return name == "busy" ? kWriters : 0; };
+  hooks.writers = [writers](const std::string& name) { return name == "busy" ? writers : 0; };
   GroupCommitter<Book> committer(&store, hooks, &clock);
   std::string ip;
-  ASSERT_TRUE(committer.Run("busy", Allocate("p1", 5, &ip), clock.Now() + absl::Hours(1)).ok());
-  ASSERT_EQ(clock.waits.size(), static_cast<size_t>(kConflicts - 1));
-  EXPECT_GT(LongestWaitWithinWindows(clock.waits, kSlow, kWriters), kSlow * 16)
+  EXPECT_TRUE(committer.Run("busy", Allocate("p1", 5, &ip), clock.Now() + absl::Hours(1)).ok());
+  EXPECT_EQ(clock.waits.size(), static_cast<size_t>(conflicts - 1));
+  return clock.waits;
+}
+
+// A pool that more agents write than 16: the cap is one round trip per writer (Hooks::writers).
+TEST(CommitterPacing, TheWindowGrowsToOneRoundTripPerWriterOfThePool) {
+  constexpr absl::Duration kSlow = absl::Milliseconds(250);
+  // 16 conflicts: 9 draws from windows over 4 s, all under it ~1e-5.
+  EXPECT_GT(LongestWaitWithinWindows(WaitsWithWriters(16, kSlow, 64), kSlow, 64), kSlow * 16)
       << "capped at 16 round trips although 64 agents write the pool";
 }
 
@@ -495,19 +501,9 @@ TEST(CommitterPacing, TheWindowGrowsToOneRoundTripPerWriterOfThePool) {
 // waited up to 1 s each time while the others kept writing (ipam_e2e, pods created as they
 // start: that node's ADDs 1.5-3 s behind).
 TEST(CommitterPacing, WithFewWritersTheWindowIsCappedAtASlotPerWriter) {
-  constexpr int kConflicts = 12;
   constexpr absl::Duration kSlow = absl::Milliseconds(250);
-  constexpr int64_t kWriters = 10;
-  SteppingClock clock;
-  ConflictingStore store(&clock, kConflicts, kSlow);
-  GroupCommitter<Book>::Hooks hooks = BookHooks();
-  hooks.writers = [](const std::string& name) { return name == "busy" ? kWriters : 0; };
-  GroupCommitter<Book> committer(&store, hooks, &clock);
-  std::string ip;
-  ASSERT_TRUE(committer.Run("busy", Allocate("p1", 5, &ip), clock.Now() + absl::Hours(1)).ok());
-  ASSERT_EQ(clock.waits.size(), static_cast<size_t>(kConflicts - 1));
   // 10 slots of 125 ms: 5 round trips (the cap without writers would be 16 of them, 4 s).
-  EXPECT_GT(LongestWaitWithinWindows(clock.waits, kSlow, kWriters / 2), kSlow)
+  EXPECT_GT(LongestWaitWithinWindows(WaitsWithWriters(12, kSlow, 10), kSlow, 5), kSlow)
       << "the window must still grow to its cap";
 }
 
