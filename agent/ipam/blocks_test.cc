@@ -53,20 +53,23 @@ absl::StatusOr<sp::PoolState> Build(const api::SpiderIPPool& pool) {
   return sp::PoolState::Build(pool, {});
 }
 
-// A node on which 18 pods wait (no pool cached, no endpoints); `wanted_by` names the node that
-// asks for reservations.
-NodeBlocks::Hooks EighteenWaiting(std::function<std::string(const std::string&)> wanted_by) {
+// A node on which `n` pods wait (no pool cached, so the keeper takes every pool for one with
+// no unreserved IP left; no endpoints); `wanted_by` names the node that asks for reservations.
+NodeBlocks::Hooks Waiting(int n, std::function<std::string(const std::string&)> wanted_by) {
   return {.cached_pool = [](const std::string&) { return nullptr; },
           .endpoint_ips = [](const std::string&) {
             return std::map<base::IPAddress, sp::AllocationRequest>{};
           },
           .build = Build,
-          .waiting_pods = [] {
+          .waiting_pods = [n] {
             std::set<std::string> uids;
-            for (int i = 0; i < 18; ++i) uids.insert(base::StrCat("wait-", i));
+            for (int i = 0; i < n; ++i) uids.insert(base::StrCat("wait-", i));
             return uids;
           },
           .wanted_by = std::move(wanted_by)};
+}
+NodeBlocks::Hooks EighteenWaiting(std::function<std::string(const std::string&)> wanted_by) {
+  return Waiting(18, std::move(wanted_by));
 }
 
 class BlocksTest : public kube::testing::SpiderClusterTest {
@@ -125,13 +128,21 @@ class BlocksTest : public kube::testing::SpiderClusterTest {
                           std::function<std::string(const std::string&)> wanted_by) {
     blocks_ = std::make_unique<NodeBlocks>(kNode, options, committer_.get(),
                                            EighteenWaiting(std::move(wanted_by)), nullptr);
+    ASSERT_EQ(NodeBPodsThenTopUp(2).size(), 10u);
+    Take(4, "wait-");
+  }
+
+  // One write of the pool: node-b's `pods` pods, then this node's TopUp. Returns what it
+  // reserved (in the block once the write landed).
+  std::vector<base::IPAddress> NodeBPodsThenTopUp(int pods) {
     std::vector<base::IPAddress> reserved;
-    ASSERT_TRUE(committer_
+    EXPECT_TRUE(committer_
                     ->Run(pool_name_,
                           [&](PoolBook& book) {
-                            for (const char* uid : {"b0", "b1"}) {
+                            for (int i = 0; i < pods; ++i) {
+                              const std::string uid = base::StrCat("b", i);
                               absl::Status s = book.state.Allocate(
-                                  {.pod = base::StrCat("ns/", uid), .pod_uid = uid, .node = "node-b"})
+                                  {.pod = "ns/" + uid, .pod_uid = uid, .node = "node-b"})
                                                    .status();
                               if (!s.ok()) return s;
                             }
@@ -142,9 +153,13 @@ class BlocksTest : public kube::testing::SpiderClusterTest {
                           absl::Now() + absl::Seconds(30), PoolCommitter::OnConflict::kRetry,
                           [&] { blocks_->AddReserved(pool_name_, reserved); })
                     .ok());
-    ASSERT_EQ(reserved.size(), 10u);
-    for (int i = 0; i < 4; ++i) {
-      const std::string uid = base::StrCat("wait-", i);
+    return reserved;
+  }
+
+  // `n` pods of this node (UIDs `prefix`0, 1, ...) get an IP of the pool from the block.
+  void Take(int n, const std::string& prefix) {
+    for (int i = 0; i < n; ++i) {
+      const std::string uid = base::StrCat(prefix, i);
       ASSERT_TRUE(blocks_
                       ->Take(pool_name_, {.pod = "ns/" + uid, .pod_uid = uid, .node = kNode},
                              [](const base::IPAddress&) { return true; },
@@ -359,6 +374,51 @@ TEST_F(BlocksTest, ATightPoolKeepsWhatThePodsStillComingNeed) {
   ASSERT_EQ(pod_records, 6) << "the keeper never flushed";
   EXPECT_EQ(ReservedInPool().size(), 6u) << "the 14 pods still waiting here need the 6";
   EXPECT_EQ(blocks_->stats().released, 0);
+}
+
+// In a pool with no unreserved IP left, a node whose pods are still starting keeps its fair
+// part even when only one more pod is in sight (pods created as they start: one kubelet batch
+// at a time). It kept only what the visible pods needed: a node that had just reserved its
+// part gave all but 8 back and wrote the pool again for its next batch (ipam_e2e
+// --pod-lead-ms=0).
+TEST_F(BlocksTest, ABusyNodeKeepsItsFairPartOfATightPool) {
+  blocks_ = std::make_unique<NodeBlocks>(
+      kNode,
+      BlockOptions{.max_block = 16, .flush_after = absl::Milliseconds(10),
+                   .idle_release = absl::Hours(1), .tight_idle_release = absl::ZeroDuration()},
+      committer_.get(), Waiting(1, [](const std::string&) { return std::string(); }), nullptr);
+  ASSERT_EQ(NodeBPodsThenTopUp(2).size(), 9u) << "demand unknown beyond 1 pod: half of 18 free";
+  Take(4, "p");
+  blocks_->Start();
+  kube::Client<api::SpiderIPPool> pools(cluster_->rest());
+  EXPECT_TRUE(base::testing::WaitUntil([&] {
+    auto pool = pools.Get("", pool_name_);
+    return pool.ok() && pool->status.allocated_ip_count.value_or(0) == 6;  // node-b's 2, our 4
+  })) << "the keeper never flushed";
+  // Fair part: 20 IPs / 2 nodes = 10, less this node's 4 pods: the 5 free ones stay.
+  EXPECT_EQ(ReservedInPool().size(), 5u);
+  EXPECT_EQ(blocks_->stats().released, 0);
+}
+
+// A block running low in a pool with no unreserved IP left is not topped up: that write
+// reserved nothing, and it failed the writes of nodes that still had their fair part to
+// reserve (ipam_e2e --pod-lead-ms=0: 2-4 409s each). What was handed out waits for its flush.
+TEST_F(BlocksTest, NoTopUpInAPoolWithNoUnreservedIPLeft) {
+  api::SpiderIPPool full;
+  full.status.free_ip_count = 0;
+  NodeBlocks::Hooks hooks = EighteenWaiting([](const std::string&) { return std::string(); });
+  hooks.cached_pool = [&full](const std::string&) {
+    return std::make_shared<const api::SpiderIPPool>(full);
+  };
+  blocks_ = std::make_unique<NodeBlocks>(
+      kNode, BlockOptions{.max_block = 16, .flush_after = absl::Hours(1)}, committer_.get(),
+      std::move(hooks), nullptr);
+  ASSERT_EQ(NodeBPodsThenTopUp(10).size(), 10u) << "the rest of the pool";
+  Take(6, "wait-");  // 4 of 10 left: below half of the block
+  const int64_t writes = committer_->stats().writes;
+  blocks_->Start();
+  absl::SleepFor(absl::Milliseconds(500));  // the keeper's pass (a top-up would start at once)
+  EXPECT_EQ(committer_->stats().writes, writes) << "a top-up wrote a pool it could not reserve in";
 }
 
 // The fair part a flush computes counts this node's pods once: the IPs that very write turns
