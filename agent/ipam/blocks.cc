@@ -295,10 +295,13 @@ void NodeBlocks::Forget(const std::string& uid) {
   written_.erase(uid);
 }
 
-bool NodeBlocks::HasFree(const std::string& pool) {
+bool NodeBlocks::HasFree(const std::string& pool,
+                         const std::function<bool(const base::IPAddress&)>& usable) {
   absl::MutexLock l(&mu_);
   auto it = blocks_.find(pool);
-  return it != blocks_.end() && !it->second.free.empty();
+  if (it == blocks_.end()) return false;
+  return std::any_of(it->second.free.begin(), it->second.free.end(),
+                     [&](const base::IPAddress& ip) { return !usable || usable(ip); });
 }
 
 void NodeBlocks::SlowPathBegin(const std::string& pool, const std::string& uid) {

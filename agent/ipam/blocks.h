@@ -230,8 +230,10 @@ class NodeBlocks {
 
   // `uid` has IPs of `pool` that are still reservations in the pool status.
   bool HasUnflushed(const std::string& pool, const std::string& uid);
-  // Whether this node holds a reservation in `pool` that Take could hand out.
-  bool HasFree(const std::string& pool);
+  // Whether this node holds a reservation in `pool` that Take could hand out (one that
+  // `usable`, when set, accepts: not covered by a SpiderReservedIP).
+  bool HasFree(const std::string& pool,
+               const std::function<bool(const base::IPAddress&)>& usable = nullptr);
   // An ADD's slow path (a pool write of its own record) starts / ended for pod `uid`: while it
   // runs and after it wrote, the pod is no demand for this node's reservations, and while it
   // runs a top-up leaves it a free IP. A node's first batch of 8 ADDs is one write: the first

@@ -318,7 +318,8 @@ absl::StatusOr<PoolWriter::Taken> PoolWriter::TakeOne(const std::vector<std::str
       // between its attempts): take one of them instead of asking the other nodes for theirs.
       // ipam_e2e: 8 ADDs whose batch lost 8 races in a row asked while their block held 85,
       // and every other node gave back what it held.
-      if (absl::IsResourceExhausted(s) && !block_retried && blocks_.HasFree(pool)) {
+      if (absl::IsResourceExhausted(s) && !block_retried &&
+          blocks_.HasFree(pool, Usable(&reserved))) {
         block_retried = true;
         continue;
       }
@@ -330,8 +331,10 @@ absl::StatusOr<PoolWriter::Taken> PoolWriter::TakeOne(const std::vector<std::str
             .KV("holders", holders);
       }
       // Until the pool changes (a give-back landed; the metadata watch shows it) or this
-      // node's block gets IPs: checking both is cheap, loading the pool is not (at 50 nodes
-      // the ADDs waiting here rebuilt 5000 records 50 times a second). The ask is renewed
+      // node's block gets IPs it may hand out (not one a SpiderReservedIP covers: with such
+      // an IP in the block this loop went round every 20 ms, a pool rebuild each time):
+      // checking both is cheap, loading the pool is not (at 50 nodes the ADDs waiting here
+      // rebuilt 5000 records 50 times a second). The ask is renewed
       // while waiting (at most every kAskEvery, and not while another node's is fresh): an
       // owner decides what to give back when it sees an ask, and its copy of the pool may
       // not have shown it tight yet.
@@ -339,7 +342,7 @@ absl::StatusOr<PoolWriter::Taken> PoolWriter::TakeOne(const std::vector<std::str
         AskForReservations(pool);
         clock_->SleepUntil(std::min(wait_until, clock_->Now() + absl::Milliseconds(20)));
       } while (clock_->Now() < wait_until && !seen_version.empty() &&
-               MetaVersion(pool) == seen_version && !blocks_.HasFree(pool));
+               MetaVersion(pool) == seen_version && !blocks_.HasFree(pool, Usable(&reserved)));
     }
     // Full, disabled or gone: the next pool of the list may do. Anything else (the API server
     // is unreachable, the deadline passed) stops here.
@@ -360,6 +363,15 @@ absl::StatusOr<PoolWriter::Taken> PoolWriter::TakeOne(const std::vector<std::str
                                                    ": every candidate pool failed [", tried, "]"));
 }
 
+std::function<bool(const base::IPAddress&)> PoolWriter::Usable(
+    std::optional<std::vector<base::IPRange>>* reserved) const {
+  if (!reserved->has_value()) *reserved = ReservedRanges();
+  return [reserved](const base::IPAddress& ip) {
+    return std::none_of((*reserved)->begin(), (*reserved)->end(),
+                        [&](const base::IPRange& r) { return r.Contains(ip); });
+  };
+}
+
 std::optional<PoolWriter::Taken> PoolWriter::TakeReserved(
     const std::string& pool, const sp::AllocationRequest& request,
     std::optional<std::vector<base::IPRange>>* reserved, absl::Time deadline) {
@@ -368,12 +380,7 @@ std::optional<PoolWriter::Taken> PoolWriter::TakeReserved(
   if (cached == nullptr || cached->spec.disable.value_or(false)) return std::nullopt;
   std::optional<sp::FamilyAllocation> family = FamilyFromSpec(*cached);
   if (!family.has_value()) return std::nullopt;
-  if (!reserved->has_value()) *reserved = ReservedRanges();
-  auto usable = [&](const base::IPAddress& ip) {
-    return std::none_of((*reserved)->begin(), (*reserved)->end(),
-                        [&](const base::IPRange& r) { return r.Contains(ip); });
-  };
-  std::optional<base::IPAddress> ip = blocks_.Take(pool, request, usable, deadline);
+  std::optional<base::IPAddress> ip = blocks_.Take(pool, request, Usable(reserved), deadline);
   if (!ip.has_value()) return std::nullopt;
   family->ip = *ip;
   return Taken{.pool = pool, .ip = *ip, .family = *family, .from_block = true};

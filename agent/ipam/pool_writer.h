@@ -146,6 +146,9 @@ class PoolWriter {
   // This node's SpiderEndpoints' IPs in `pool` (NodeBlocks recovery).
   std::map<base::IPAddress, ::spiderpool::ipam::AllocationRequest> EndpointIPs(
       const std::string& pool) const;
+  // Whether an IP is outside the SpiderReservedIPs (`*reserved`, read on first use).
+  std::function<bool(const base::IPAddress&)> Usable(
+      std::optional<std::vector<base::IPRange>>* reserved) const;
   // The fast path of TakeOne: an IP this node reserved earlier; nullopt: none.
   std::optional<Taken> TakeReserved(const std::string& pool,
                                     const ::spiderpool::ipam::AllocationRequest& request,

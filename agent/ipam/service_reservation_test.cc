@@ -483,6 +483,35 @@ TEST_P(ReservationTest, NoStandingBlockInAPoolThatIsNotRoomy) {
   EXPECT_EQ(Reservations("v4"), 0) << "no standing block in a pool this tight";
 }
 
+// A full pool whose only free IP in this node's block is one a SpiderReservedIP covers (made
+// after the block reserved it): the ADD cannot take it and waits for another node's give-back.
+// While it waits it must not go round its loop every 20 ms, rebuilding the pool each time,
+// because its block "has IPs" it can never hand out.
+TEST_P(ReservationTest, AReservedIPInTheBlockDoesNotMakeAFullPoolsWaitSpin) {
+  CreatePool("v4", "10.78.0.0/24", {"10.78.0.1-10.78.0.2"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
+  api::Pod p0 = CreatePod("p0", "a");
+  api::Pod p1 = CreatePod("p1", "a");
+  IpamService& a = Agent("a");
+  TestAgent& agent = *services_.back();
+  ASSERT_TRUE(base::testing::WaitUntil([&] { return Reservations("v4") == 2; }))
+      << "the prewarm should reserve both IPs for the two waiting pods";
+  api::SpiderReservedIP r;
+  r.metadata.name = ns_ + "-r";
+  r.spec.ips = {"10.78.0.2"};
+  ASSERT_TRUE(kube::Client<api::SpiderReservedIP>(cluster_->rest()).Create(r).ok());
+  ASSERT_TRUE(base::testing::WaitUntil(
+      [&] { return agent.caches.reserved_ips.store().Get(r.metadata.name) != nullptr; }));
+  auto r0 = a.Allocate(Add(p0), Deadline());
+  ASSERT_TRUE(r0.ok()) << r0.status();
+  EXPECT_EQ(r0->ips[0].address, "10.78.0.1/24");
+  const int64_t batches = a.committer_stats().batches;
+  auto r1 = a.Allocate(Add(p1), absl::Now() + absl::Seconds(3));
+  EXPECT_FALSE(r1.ok()) << "10.78.0.2 is reserved: " << r1->ips[0].address;
+  // About 2 s of waiting: a pass per change of the pool (an ask, a give-back), not one per
+  // 20 ms (~100).
+  EXPECT_LT(a.committer_stats().batches - batches, 30);
+}
+
 INSTANTIATE_TEST_SUITE_P(NodeReservations, ReservationTest, ::testing::Values(16),
                          NodeReservationsName);
 
