@@ -190,6 +190,26 @@ int64_t NodeBlocks::KeepForWaitingLocked(const Block& b) const {
   return std::min(WaitingLocked(b), b.fair_keep);
 }
 
+void NodeBlocks::NoteArrivalsLocked(Block& b, absl::Time now) {
+  if (!hooks_.waiting_pods) return;
+  std::set<std::string> waiting = hooks_.waiting_pods();
+  bool arrived = false;
+  if (b.waiting_looked) {
+    arrived = std::any_of(waiting.begin(), waiting.end(),
+                          [&](const std::string& uid) { return !b.waiting_seen.count(uid); });
+  }
+  // Handed an IP without ever being seen waiting (a standing block's first batch).
+  for (const auto& [ip, req] : b.assigned) {
+    if (!b.waiting_seen.count(req.pod_uid) && !waiting.count(req.pod_uid)) arrived = true;
+  }
+  if (arrived) b.last_arrival = now;
+  // Seen from now on: the pods waiting, and those handed out and not flushed yet (a pod leaves
+  // the waiting ones once its endpoint is cached; it must not count as new after that).
+  for (const auto& [ip, req] : b.assigned) waiting.insert(req.pod_uid);
+  b.waiting_seen = std::move(waiting);
+  b.waiting_looked = true;
+}
+
 int64_t NodeBlocks::BusyHoldLocked(const Block& b) const {
   // fair_keep is unknown (no limit) until this agent has written the pool.
   return b.pool_nodes > 0 ? b.fair_keep : KeepForWaitingLocked(b);
@@ -228,13 +248,16 @@ void NodeBlocks::TopUp(const std::string& pool, sp::PoolState& state,
   // Demand known (pods waiting here): exactly that, so that a pool of "IPs = pods" is shared
   // out in one write per node instead of ever smaller halves; unknown: a fair part, half of
   // what is free per node. While this node's pods are starting (it handed an IP out within
-  // `flush_after`: pods created as they start, one kubelet batch in sight at a time), what is
+  // `flush_after`) and more are still being created (a Deployment landing: one kubelet batch
+  // in sight at a time; not pods that all waited already, whose demand is known), what is
   // left of its fair part of the whole pool (point 6) when that is more, a block at most:
   // halves shrink with every node's write, and in a pool of exactly as many IPs as pods ten
   // such nodes needed ~9 writes each, the last ones an ADD's own, 8 409s deep (ipam_e2e
   // --pod-lead-ms=0: wave 3.5-4.3 s, ADD p99 1.3-1.6 s, 170-190 409s).
   const int64_t half = std::min(free / (2 * nodes), options_.max_block);
-  const bool starting = now - b.last_handout < options_.flush_after;
+  NoteArrivalsLocked(b, now);
+  const bool starting = now - b.last_handout < options_.flush_after &&
+                        now - b.last_arrival < kArrivalWindow;
   const int64_t fair =
       starting ? std::min({std::max(half, b.fair_keep), options_.max_block, free}) : half;
   const int64_t waiting = WaitingLocked(b, allocating_uid);

@@ -323,6 +323,13 @@ class NodeBlocks {
     absl::Time retry_at = absl::InfinitePast();  // after a yield
     absl::Time last_take = absl::InfinitePast();     // a hand-out or a top-up
     absl::Time last_handout = absl::InfinitePast();  // Take handed an IP out
+    // The pods waiting here at TopUp's last look, and when the last look found a pod that the
+    // one before had not seen (a pod created since, or handed an IP without ever being seen
+    // waiting): pods still being created for this node, so the waiting ones are not all of
+    // its demand.
+    std::set<std::string> waiting_seen;
+    bool waiting_looked = false;
+    absl::Time last_arrival = absl::InfinitePast();
     absl::Time first_unflushed = absl::InfiniteFuture();
     // Point 4: when the prewarm write is due (InfiniteFuture: none planned), and when it landed.
     absl::Time prewarm_at = absl::InfiniteFuture();
@@ -362,6 +369,11 @@ class NodeBlocks {
   void NoteFairPartLocked(Block& b, const ::spiderpool::ipam::PoolState& state,
                           const std::string& asker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t KeepForWaitingLocked(const Block& b) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // TopUp's look at the pods waiting here: sets b.last_arrival when pods are still being
+  // created for this node (see Block::waiting_seen).
+  void NoteArrivalsLocked(Block& b, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // How recent a pod's arrival makes this node's demand "still being created" for TopUp.
+  static constexpr absl::Duration kArrivalWindow = absl::Seconds(1);
   // What a node whose pods are still starting keeps of its free reservations in a pool with
   // no unreserved IP left: its fair part less its pods' (before its first write of the pool,
   // when that is not known: what its waiting pods need).

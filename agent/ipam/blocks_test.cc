@@ -156,16 +156,44 @@ class BlocksTest : public kube::testing::SpiderClusterTest {
     return reserved;
   }
 
-  // `n` pods of this node (UIDs `prefix`0, 1, ...) get an IP of the pool from the block.
-  void Take(int n, const std::string& prefix) {
+  // `n` pods of this node (UIDs `prefix`0, 1, ...) get an IP of `pool` (default: the
+  // fixture's) from the block.
+  void Take(int n, const std::string& prefix, std::string pool = "") {
+    if (pool.empty()) pool = pool_name_;
     for (int i = 0; i < n; ++i) {
       const std::string uid = base::StrCat(prefix, i);
       ASSERT_TRUE(blocks_
-                      ->Take(pool_name_, {.pod = "ns/" + uid, .pod_uid = uid, .node = kNode},
+                      ->Take(pool, {.pod = "ns/" + uid, .pod_uid = uid, .node = kNode},
                              [](const base::IPAddress&) { return true; },
                              absl::Now() + absl::Seconds(1))
                       .has_value());
     }
+  }
+
+  // Pool `name` (200 IPs in `net`.0.0/24) as this node first finds it: four other nodes hold
+  // standing blocks of 8. This node tops up, `taken` of its pods (UIDs `prefix`0, 1, ...) get
+  // an IP from the block, and it tops up again. Returns what each top-up reserved.
+  std::pair<size_t, size_t> TopUpTakeTopUp(const std::string& name, const std::string& net,
+                                           int taken, const std::string& prefix) {
+    absl::StatusOr<std::string> pool_name =
+        CreatePool(name, net + ".0.0/24", {net + ".0.1-" + net + ".0.200"});
+    EXPECT_TRUE(pool_name.ok()) << pool_name.status();
+    if (!pool_name.ok()) return {0, 0};
+    auto pool = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", *pool_name);
+    EXPECT_TRUE(pool.ok()) << pool.status();
+    if (!pool.ok()) return {0, 0};
+    absl::StatusOr<sp::PoolState> st = Build(*pool);
+    EXPECT_TRUE(st.ok()) << st.status();
+    if (!st.ok()) return {0, 0};
+    for (int n = 0; n < 4; ++n) EXPECT_TRUE(st->Reserve(base::StrCat("node-o", n), 8).ok());
+    std::vector<base::IPAddress> reserved;
+    bool dirty = false;
+    blocks_->TopUp(*pool_name, *st, &reserved, &dirty);
+    const size_t first = reserved.size();
+    blocks_->AddReserved(*pool_name, reserved);
+    Take(taken, prefix, *pool_name);
+    blocks_->TopUp(*pool_name, *st, &reserved, &dirty);
+    return {first, reserved.size()};
   }
 
   std::string pool_name_;
@@ -313,42 +341,29 @@ TEST_F(BlocksTest, ReservationsForWaitingPodsStopAtTheFairPartOfATightPool) {
 // pool, not to half of the free IPs per node: halves shrink with every node's write, and ten
 // nodes sharing an exactly full pool needed ~9 writes each (ipam_e2e --pod-lead-ms=0).
 TEST_F(BlocksTest, WhilePodsAreStartingATopUpGoesToTheFairPartNotHalfTheFree) {
-  blocks_ = std::make_unique<NodeBlocks>(
-      kNode, BlockOptions{.max_block = 64}, committer_.get(),
-      NodeBlocks::Hooks{.cached_pool = [](const std::string&) { return nullptr; },
-                        .endpoint_ips = [](const std::string&) {
-                          return std::map<base::IPAddress, sp::AllocationRequest>{};
-                        },
-                        .build = Build,
-                        .waiting_pods = [] { return std::set<std::string>{"wait-0"}; }},
-      nullptr);
-  absl::StatusOr<std::string> wide =
-      CreatePool("wide", "10.11.0.0/24", {"10.11.0.1-10.11.0.200"});
-  ASSERT_TRUE(wide.ok()) << wide.status();
-  auto pool = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", *wide);
-  ASSERT_TRUE(pool.ok()) << pool.status();
-  absl::StatusOr<sp::PoolState> st = Build(*pool);
-  ASSERT_TRUE(st.ok()) << st.status();
-  for (int n = 0; n < 4; ++n) {  // four other nodes' standing blocks
-    ASSERT_TRUE(st->Reserve(base::StrCat("node-o", n), 8).ok());
-  }
-  std::vector<base::IPAddress> reserved;
-  bool dirty = false;
-  blocks_->TopUp(*wide, *st, &reserved, &dirty);
-  EXPECT_EQ(reserved.size(), 16u) << "no pod started here yet: half of 168 free over 5 nodes";
-  blocks_->AddReserved(*wide, reserved);
-  for (int i = 0; i < 9; ++i) {
-    const std::string uid = base::StrCat("p", i);
-    ASSERT_TRUE(blocks_
-                    ->Take(*wide, {.pod = "ns/" + uid, .pod_uid = uid, .node = kNode},
-                           [](const base::IPAddress&) { return true; },
-                           absl::Now() + absl::Seconds(1))
-                    .has_value());
-  }
-  blocks_->TopUp(*wide, *st, &reserved, &dirty);
+  blocks_ = std::make_unique<NodeBlocks>(kNode, BlockOptions{.max_block = 64}, committer_.get(),
+                                         Waiting(1, nullptr), nullptr);
+  // 9 pods that were never seen waiting get an IP: pods created as they start.
+  const auto [first, second] = TopUpTakeTopUp("wide", "10.11", 9, "p");
+  EXPECT_EQ(first, 16u) << "no pod started here yet: half of 168 free over 5 nodes";
   // Its fair part: 200 IPs over 5 nodes = 40, less the 9 handed out = 31 to keep free; it
   // holds 7. (Half of the 152 free over 5 nodes would have been 15: 8 more.)
-  EXPECT_EQ(reserved.size(), 24u);
+  EXPECT_EQ(second, 24u);
+}
+
+// Pods that all waited here before their ADDs (a Deployment created before the agent saw it,
+// or pods scheduled ahead): their demand is known, so a top-up while they start reserves what
+// they still need, not the node's fair part: the extra IPs were another node's, which then
+// had to ask for them (ipam_e2e defaults).
+TEST_F(BlocksTest, PodsKnownAheadGetWhatTheyNeedNotTheFairPart) {
+  blocks_ = std::make_unique<NodeBlocks>(kNode, BlockOptions{.max_block = 64}, committer_.get(),
+                                         Waiting(30, nullptr), nullptr);
+  // 10 of the 30 waiting pods get an IP.
+  const auto [first, second] = TopUpTakeTopUp("known", "10.12", 10, "wait-");
+  EXPECT_EQ(first, 30u) << "the 30 waiting pods";
+  // 20 still wait and 20 are free in the block: nothing more. (The fair part, 200 / 5 nodes
+  // less the 10 handed out, would have been 30: 10 more.)
+  EXPECT_EQ(second, 0u);
 }
 
 // In a pool with no unreserved IP left, a node whose pods are still coming keeps what they
