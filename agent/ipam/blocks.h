@@ -14,10 +14,12 @@
 //      (Hooks::waiting_pods), capped at kDemandBlocks x `max_block` (one write for a whole
 //      Deployment's pods on the node) and at the pool's unreserved free IPs; at
 //      least half of those free IPs shared among the reserving nodes (capped at `max_block`)
-//      when the demand is not known. None when the pool is full (then every IP goes straight
-//      to a pod, as before). While pods keep starting and the block is half used, the
-//      background thread tops it up ahead of demand (in the same write as the records of
-//      step 3).
+//      when the demand is not known, or, while pods are still being created for this node
+//      and it hands IPs out (only one kubelet batch of them in sight), what is left of its
+//      fair part of the pool (point 6; capped at `max_block`). None when the pool is full
+//      (then every IP goes straight to a pod, as before). While pods keep starting and the
+//      block is half used, the background thread tops it up ahead of demand (in the same
+//      write as the records of step 3), unless the pool has no unreserved IP left.
 //   2. The next ADDs on this node take the lowest reserved IP locally. The pod's SpiderEndpoint
 //      (written before the ADD returns, by the service) is the durable record of the pod↔IP
 //      pairing meanwhile; no other node can take the IP, since the pool says it is this
