@@ -140,8 +140,11 @@ std::optional<base::IPAddress> NodeBlocks::Take(
 }
 
 int64_t NodeBlocks::WaitingLocked(const Block& b, const std::string& allocating_uid) const {
-  if (!hooks_.waiting_pods) return 0;
-  std::set<std::string> uids = hooks_.waiting_pods();
+  return hooks_.waiting_pods ? CountWaitingLocked(b, hooks_.waiting_pods(), allocating_uid) : 0;
+}
+
+int64_t NodeBlocks::CountWaitingLocked(const Block& b, std::set<std::string> uids,
+                                       const std::string& allocating_uid) const {
   // Served already: handed out here (its endpoint may not be cached yet), being allocated, or
   // by a slow-path write of its own.
   for (const auto& [ip, req] : b.assigned) uids.erase(req.pod_uid);
@@ -190,9 +193,7 @@ int64_t NodeBlocks::KeepForWaitingLocked(const Block& b) const {
   return std::min(WaitingLocked(b), b.fair_keep);
 }
 
-void NodeBlocks::NoteArrivalsLocked(Block& b, absl::Time now) {
-  if (!hooks_.waiting_pods) return;
-  std::set<std::string> waiting = hooks_.waiting_pods();
+void NodeBlocks::NoteArrivalsLocked(Block& b, absl::Time now, std::set<std::string> waiting) {
   bool arrived = false;
   if (b.waiting_looked) {
     arrived = std::any_of(waiting.begin(), waiting.end(),
@@ -255,12 +256,19 @@ void NodeBlocks::TopUp(const std::string& pool, sp::PoolState& state,
   // such nodes needed ~9 writes each, the last ones an ADD's own, 8 409s deep (ipam_e2e
   // --pod-lead-ms=0: wave 3.5-4.3 s, ADD p99 1.3-1.6 s, 170-190 409s).
   const int64_t half = std::min(free / (2 * nodes), options_.max_block);
-  NoteArrivalsLocked(b, now);
+  // One read of the waiting pods for both uses (this runs inside the pool write's mutation,
+  // again on each retry).
+  std::set<std::string> waiting_uids;
+  if (hooks_.waiting_pods) {
+    waiting_uids = hooks_.waiting_pods();
+    NoteArrivalsLocked(b, now, waiting_uids);
+  }
   const bool starting = now - b.last_handout < options_.flush_after &&
                         now - b.last_arrival < kArrivalWindow;
   const int64_t fair =
       starting ? std::min({std::max(half, b.fair_keep), options_.max_block, free}) : half;
-  const int64_t waiting = WaitingLocked(b, allocating_uid);
+  const int64_t waiting =
+      hooks_.waiting_pods ? CountWaitingLocked(b, std::move(waiting_uids), allocating_uid) : 0;
   const int64_t demand = std::min({waiting, options_.max_block * kDemandBlocks, free});
   const bool prewarm = !b.prewarm_done && b.prewarm_at != absl::InfiniteFuture();
   // A prewarm reserves what the waiting pods need (one kubelet batch at most when none is

@@ -366,14 +366,19 @@ class NodeBlocks {
   // other pools only (the demand hint, 0 if unknown).
   int64_t WaitingLocked(const Block& b, const std::string& allocating_uid = "") const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The same for `uids`, the pods Hooks::waiting_pods returned.
+  int64_t CountWaitingLocked(const Block& b, std::set<std::string> uids,
+                             const std::string& allocating_uid) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Point 6's fair part for `b` in `state` (sets b.fair_keep) and how many free reservations
   // to keep for the waiting pods when the pool cannot serve every node.
   void NoteFairPartLocked(Block& b, const ::spiderpool::ipam::PoolState& state,
                           const std::string& asker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t KeepForWaitingLocked(const Block& b) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // TopUp's look at the pods waiting here: sets b.last_arrival when pods are still being
-  // created for this node (see Block::waiting_seen).
-  void NoteArrivalsLocked(Block& b, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // TopUp's look at the pods waiting here (`waiting`, from Hooks::waiting_pods): sets
+  // b.last_arrival when pods are still being created for this node (see Block::waiting_seen).
+  void NoteArrivalsLocked(Block& b, absl::Time now, std::set<std::string> waiting)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // How recent a pod's arrival makes this node's demand "still being created" for TopUp.
   static constexpr absl::Duration kArrivalWindow = absl::Seconds(1);
   // What a node whose pods are still starting keeps of its free reservations in a pool with

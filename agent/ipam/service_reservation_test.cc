@@ -6,6 +6,7 @@
 #include <set>
 #include <thread>
 
+#include "absl/cleanup/cleanup.h"
 #include "agent/dra/node_devices.h"
 #include "agent/ipam/service_test_fixture.h"
 #include "base/testing/wait.h"
@@ -498,7 +499,10 @@ TEST_P(ReservationTest, AReservedIPInTheBlockDoesNotMakeAFullPoolsWaitSpin) {
   api::SpiderReservedIP r;
   r.metadata.name = ns_ + "-r";
   r.spec.ips = {"10.78.0.2"};
-  ASSERT_TRUE(kube::Client<api::SpiderReservedIP>(cluster_->rest()).Create(r).ok());
+  kube::Client<api::SpiderReservedIP> reserved_ips(cluster_->rest());
+  ASSERT_TRUE(reserved_ips.Create(r).ok());
+  // Cluster-scoped: on a real cluster it would outlive the test's namespace.
+  absl::Cleanup remove = [&] { (void)reserved_ips.Delete("", r.metadata.name); };
   ASSERT_TRUE(base::testing::WaitUntil(
       [&] { return agent.caches.reserved_ips.store().Get(r.metadata.name) != nullptr; }));
   auto r0 = a.Allocate(Add(p0), Deadline());
