@@ -44,7 +44,9 @@ PoolWriter::PoolWriter(std::shared_ptr<kube::RestClient> rest, PoolWriterOptions
                   },
                   .writers = [this](const std::string& name) { return blocks_.PoolNodes(name); }},
                  clock_),
-      blocks_(options_.node_name, BlockOptions{.max_block = options_.block_size, .standing = options_.block_standing}, &committer_,
+      blocks_(options_.node_name, BlockOptions{.max_block = options_.block_size,
+                                                .prewarm_stagger = options_.prewarm_stagger,
+                                                .standing = options_.block_standing}, &committer_,
               {.cached_pool = [this](const std::string& name) { return caches_.pools->Get(name); },
                .endpoint_ips = [this](const std::string& pool) { return EndpointIPs(pool); },
                .build = [this](const api::SpiderIPPool& pool) { return BuildPool(pool); },
@@ -239,6 +241,7 @@ absl::StatusOr<PoolWriter::Taken> PoolWriter::TakeOne(const std::vector<std::str
     std::string ours;     // this node's block then
     bool adoption_tried = false;
     bool block_retried = false;
+    bool behind_a_top_up = false;  // once: see the mutation below
     absl::Time waiting_since = absl::InfiniteFuture();
     while (true) {
       if (std::optional<Taken> got = TakeReserved(pool, request, &reserved, deadline)) return *got;
@@ -249,6 +252,7 @@ absl::StatusOr<PoolWriter::Taken> PoolWriter::TakeOne(const std::vector<std::str
       std::vector<base::IPAddress> topped_up;
       int64_t waitable = 0;
       bool adopted_only = false;  // the write only took untracked reservations of ours back
+      bool to_block = false;      // this node's block got IPs before this batch ran
       // Slow path: the record is written before the ADD returns; the same write tops this
       // node's block up for the next ADDs.
       blocks_.SlowPathBegin(pool, request.pod_uid);
@@ -258,6 +262,17 @@ absl::StatusOr<PoolWriter::Taken> PoolWriter::TakeOne(const std::vector<std::str
             topped_up.clear();
             waitable = 0;
             adopted_only = false;
+            to_block = false;
+            // Queued behind a write of ours that filled the block (the first batch of a
+            // node's ADDs tops it up for the pods waiting here): take from the block instead
+            // of writing the pool again. ipam_e2e: each node's first ADDs came in two
+            // batches; the second wrote the pool again while the block held 92 IPs, and lost
+            // races to the other nodes' first writes for up to 160 ms.
+            if (!behind_a_top_up && book.state.IPsOf(request.pod_uid).empty() &&
+                blocks_.HasFree(pool, Usable(&reserved))) {
+              to_block = true;
+              return absl::CancelledError("this node's block has IPs now");
+            }
             absl::StatusOr<sp::PoolAllocation> a = book.state.Allocate(request);
             if (absl::IsResourceExhausted(a.status())) {
               if (!adoption_tried) {
@@ -297,6 +312,10 @@ absl::StatusOr<PoolWriter::Taken> PoolWriter::TakeOne(const std::vector<std::str
             if (!adopted_only) blocks_.NoteWritten(request.pod_uid);
           });
       blocks_.SlowPathEnd(pool, request.pod_uid, s.ok() && !adopted_only);
+      if (to_block && absl::IsCancelled(s)) {
+        behind_a_top_up = true;
+        continue;
+      }
       SP_LOG(Debug).Msg("ADD wrote the pool (no reserved IP)").KV("pool", pool)
           .KV("pod", request.pod).KV("reserved", topped_up.size()).KV("status", s);
       if (s.ok() && adopted_only) {

@@ -59,6 +59,9 @@ struct PoolWriterOptions {
   base::Clock* clock = nullptr;
   // IPs kept reserved per pool with no pod waiting (blocks.h point 8; 0: none).
   int64_t block_standing = 0;
+  // The longest random pause before a prewarm or the first standing write (blocks.h points 4
+  // and 8).
+  absl::Duration prewarm_stagger = absl::Seconds(1);
   // The pools this node's pods are expected to use (the prewarm and the standing blocks,
   // blocks.h points 4 and 8); nullptr: none.
   std::function<PoolForecast()> forecast;

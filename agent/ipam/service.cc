@@ -95,6 +95,7 @@ IpamService::IpamService(std::shared_ptr<kube::RestClient> rest, ServiceOptions 
                .max_allocated_ips_per_pool = options_.config.max_allocated_ips_per_pool,
                .clock = clock_,
                .block_standing = options_.config.node_ip_block_standing,
+               .prewarm_stagger = options_.prewarm_stagger,
                .forecast = [this] { return Forecast(); }},
               {.pools = &caches_.pools,
                .endpoints = &caches_.endpoints.store(),

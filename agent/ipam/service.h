@@ -76,6 +76,8 @@ struct ServiceOptions {
   // Warning Events on pods whose ADD failed (not owned; must outlive the service); nullptr =
   // the failure is only logged.
   kube::EventRecorder* recorder = nullptr;
+  // PoolWriterOptions::prewarm_stagger (tests that must see an ADD come before the prewarm).
+  absl::Duration prewarm_stagger = absl::Seconds(1);
 };
 
 

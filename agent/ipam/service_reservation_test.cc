@@ -516,6 +516,40 @@ TEST_P(ReservationTest, AReservedIPInTheBlockDoesNotMakeAFullPoolsWaitSpin) {
   EXPECT_LT(a.committer_stats().batches - batches, 30);
 }
 
+// A node's first ADDs come in a kubelet batch; the first one writes the pool and reserves
+// for the pods waiting here, the others queue behind that write. Once it has landed they
+// take from the block it filled instead of writing the pool a second time (ipam_e2e: that
+// second write lost races to the other nodes' first writes for up to 160 ms).
+TEST_P(ReservationTest, AddsQueuedBehindTheWriteThatFillsTheBlockTakeFromIt) {
+  if (cluster_->loopback() == nullptr) GTEST_SKIP() << "needs fault injection";
+  CreatePool("v4", "10.79.0.0/24", {"10.79.0.1-10.79.0.40"}, [](api::SpiderIPPool& p) { p.spec.default_ = true; });
+  prewarm_stagger_ = absl::Hours(1);  // the first ADD comes before any prewarm
+  IpamService& agent = Agent("a");
+  std::vector<api::Pod> pods;
+  for (int i = 0; i < 8; ++i) pods.push_back(CreatePod(base::StrCat("q", i), "a"));
+  // The first write stays in flight long enough for the others to queue behind it.
+  cluster_->loopback()->InjectDelay(absl::Milliseconds(600),
+                                    {.verb = "update", .resource = "spiderippools/status"});
+  std::vector<absl::StatusOr<ipamapi::IpamAddResponse>> got(
+      pods.size(), absl::UnknownError("not run"));
+  std::vector<std::thread> adds;
+  adds.emplace_back([&] { got[0] = agent.Allocate(Add(pods[0]), Deadline()); });
+  // Its batch has started: the others queue behind it.
+  ASSERT_TRUE(base::testing::WaitUntil([&] { return agent.committer_stats().batches >= 1; }));
+  for (size_t i = 1; i < pods.size(); ++i) {
+    adds.emplace_back([&, i] { got[i] = agent.Allocate(Add(pods[i]), Deadline()); });
+  }
+  for (std::thread& t : adds) t.join();
+  cluster_->loopback()->ClearFaults();
+  std::set<std::string> ips;
+  for (const auto& r : got) {
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(ips.insert(r->ips[0].address).second) << "duplicate " << r->ips[0].address;
+  }
+  EXPECT_GE(agent.block_stats().taken, 7) << "the queued ADDs should take from the block";
+  EXPECT_EQ(Records("v4").size(), 8u);
+}
+
 INSTANTIATE_TEST_SUITE_P(NodeReservations, ReservationTest, ::testing::Values(16),
                          NodeReservationsName);
 

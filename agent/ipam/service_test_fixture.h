@@ -88,7 +88,8 @@ class ServiceTest : public ::testing::TestWithParam<int64_t> {
     auto s = std::make_unique<TestAgent>(
         *rest, ServiceOptions{.node_name = Node(node),
                               .multus_cluster_network = multus_cluster_network_,
-                              .config = config});
+                              .config = config,
+                              .prewarm_stagger = prewarm_stagger_});
     EXPECT_TRUE(s->service.WaitForSync(absl::Seconds(30)));
     services_.push_back(std::move(s));
     return services_.back()->service;
@@ -136,6 +137,8 @@ class ServiceTest : public ::testing::TestWithParam<int64_t> {
   // nodeIPBlockStanding of the next Agent() (blocks.h point 8). Off unless a case sets it: the
   // cases below count the reservations that pods' demand makes.
   int64_t standing_ = 0;
+  // ServiceOptions::prewarm_stagger of the next Agent().
+  absl::Duration prewarm_stagger_ = absl::Seconds(1);
   // The Multus cluster network ("ns/name") of the next Agent(); none unless a case sets it.
   std::optional<std::string> multus_cluster_network_;
 };
