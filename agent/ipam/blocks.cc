@@ -211,6 +211,14 @@ void NodeBlocks::NoteArrivalsLocked(Block& b, absl::Time now, std::set<std::stri
   b.waiting_looked = true;
 }
 
+bool NodeBlocks::DemandCoveredLocked(Block& b, absl::Time now) {
+  if (!hooks_.waiting_pods) return false;
+  std::set<std::string> waiting = hooks_.waiting_pods();
+  NoteArrivalsLocked(b, now, waiting);
+  if (now - b.last_arrival < kArrivalWindow) return false;
+  return static_cast<int64_t>(b.free.size()) >= CountWaitingLocked(b, std::move(waiting), "");
+}
+
 int64_t NodeBlocks::BusyHoldLocked(const Block& b) const {
   // fair_keep is unknown (no limit) until this agent has written the pool.
   return b.pool_nodes > 0 ? b.fair_keep : KeepForWaitingLocked(b);

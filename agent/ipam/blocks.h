@@ -375,10 +375,16 @@ class NodeBlocks {
   void NoteFairPartLocked(Block& b, const ::spiderpool::ipam::PoolState& state,
                           const std::string& asker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t KeepForWaitingLocked(const Block& b) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // TopUp's look at the pods waiting here (`waiting`, from Hooks::waiting_pods): sets
-  // b.last_arrival when pods are still being created for this node (see Block::waiting_seen).
+  // A look at the pods waiting here (`waiting`, from Hooks::waiting_pods; TopUp's and the
+  // keeper's): sets b.last_arrival when pods are still being created for this node (see
+  // Block::waiting_seen).
   void NoteArrivalsLocked(Block& b, absl::Time now, std::set<std::string> waiting)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The keeper's look before a top-up ahead of demand: no pod has arrived here within
+  // kArrivalWindow (every one was seen waiting before it got its IP) and the block's free IPs
+  // cover the pods still waiting. Such a top-up reserves nothing, and its write fails the
+  // writes of other nodes whose pods wait for their first IPs.
+  bool DemandCoveredLocked(Block& b, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // How recent a pod's arrival makes this node's demand "still being created" for TopUp.
   static constexpr absl::Duration kArrivalWindow = absl::Seconds(1);
   // What a node whose pods are still starting keeps of its free reservations in a pool with

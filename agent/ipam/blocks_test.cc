@@ -436,6 +436,41 @@ TEST_F(BlocksTest, NoTopUpInAPoolWithNoUnreservedIPLeft) {
   EXPECT_EQ(committer_->stats().writes, writes) << "a top-up wrote a pool it could not reserve in";
 }
 
+// A block running low while it still covers every pod waiting here, none other being
+// created (they all waited before their ADDs), is not topped up: that write reserved nothing
+// and failed the first writes of nodes whose pods had no IP yet (ipam_e2e, every pod created
+// before the agents: a node lost 10 races in a row to such writes, 1.1 s). A pod that then
+// arrives is demand nobody has seen: the top-up comes.
+TEST_F(BlocksTest, ABlockThatCoversTheWaitingPodsIsNotToppedUp) {
+  api::SpiderIPPool roomy;
+  roomy.status.free_ip_count = 10;
+  auto pods = std::make_shared<std::atomic<int>>(8);
+  NodeBlocks::Hooks hooks = Waiting(0, [](const std::string&) { return std::string(); });
+  hooks.cached_pool = [&roomy](const std::string&) {
+    return std::make_shared<const api::SpiderIPPool>(roomy);
+  };
+  hooks.waiting_pods = [pods] {
+    std::set<std::string> uids;
+    for (int i = 0; i < *pods; ++i) uids.insert(base::StrCat("wait-", i));
+    return uids;
+  };
+  blocks_ = std::make_unique<NodeBlocks>(
+      kNode, BlockOptions{.max_block = 16, .flush_after = absl::Hours(1)}, committer_.get(),
+      std::move(hooks), nullptr);
+  ASSERT_EQ(NodeBPodsThenTopUp(0).size(), 10u) << "half of the 20 free: the 8 waiting and 2";
+  // 3 of 10 left, below half: low, but the one pod still waiting has its IP. (Half of the
+  // pool's 10 free would have topped the block up to 5.)
+  Take(7, "wait-");
+  const int64_t writes = committer_->stats().writes;
+  blocks_->Start();
+  absl::SleepFor(absl::Milliseconds(500));  // the keeper's pass (a top-up would start at once)
+  EXPECT_EQ(committer_->stats().writes, writes) << "a top-up for demand the block covers";
+  *pods = 9;  // a pod created now: more may come
+  Take(1, "wait-8-");
+  EXPECT_TRUE(base::testing::WaitUntil([&] { return committer_->stats().writes > writes; }))
+      << "no top-up for pods still being created";
+}
+
 // The fair part a flush computes counts this node's pods once: the IPs that very write turns
 // from reservations into pod records were counted twice (as pods and as handed out), so when
 // another node asked, the keeper gave back reservations its own waiting pods needed, and they
