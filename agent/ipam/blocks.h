@@ -17,9 +17,12 @@
 //      when the demand is not known, or, while pods are still being created for this node
 //      and it hands IPs out (only one kubelet batch of them in sight), what is left of its
 //      fair part of the pool (point 6; capped at `max_block`). None when the pool is full
-//      (then every IP goes straight to a pod, as before). While pods keep starting and the
-//      block is half used, the background thread tops it up ahead of demand (in the same
-//      write as the records of step 3), unless the pool has no unreserved IP left.
+//      (then every IP goes straight to a pod, as before). ADDs of this node queued behind
+//      that write take from the block once it has landed, not from the pool in a write of
+//      their own. While pods keep starting and the block is half used, the background thread
+//      tops it up ahead of demand (in the same write as the records of step 3), unless the
+//      pool has no unreserved IP left, or no pod has arrived lately and the block covers the
+//      pods still waiting (the top-up would reserve nothing).
 //   2. The next ADDs on this node take the lowest reserved IP locally. The pod's SpiderEndpoint
 //      (written before the ADD returns, by the service) is the durable record of the pod↔IP
 //      pairing meanwhile; no other node can take the IP, since the pool says it is this
