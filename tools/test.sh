@@ -38,7 +38,8 @@
 #   SPIDERPOOL_TEST_TARGETS="//..."  the Bazel target patterns to build and test (default //...).
 #   SPIDERPOOL_BAZEL_DISK_CACHE=<dir>  Bazel's disk cache, shared by all configs and output bases
 #       (default ~/.cache/spiderpool-bazel-disk; empty: none). It makes a rerun on the same
-#       machine cheap even if an output base is gone; it grows without bound: delete it freely.
+#       machine cheap even if an output base is gone. Bazel 4 never shrinks it (it reached 68 GB
+#       and filled this machine's disk): files not written for 3 days are deleted first.
 #   SPIDERPOOL_FUZZ_SECONDS=10  seconds per fuzz target in step 5 (0: step 5 is skipped and
 #       counted as one skip).
 set -uo pipefail
@@ -84,6 +85,9 @@ phase_done "install deps"
 
 LOG_DIR=$(mktemp -d /tmp/spiderpool-test-XXXXXX)
 DISK_CACHE=${SPIDERPOOL_BAZEL_DISK_CACHE-$HOME/.cache/spiderpool-bazel-disk}
+if [[ -n $DISK_CACHE && -d $DISK_CACHE ]]; then
+  find "$DISK_CACHE" -type f -mtime +3 -delete 2>/dev/null
+fi
 read -r -a TARGETS <<<"${SPIDERPOOL_TEST_TARGETS:-//...}"
 
 # classify_targets TESTLOGS < "LABEL STATUS" lines: for each test target that Bazel ran
