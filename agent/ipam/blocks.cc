@@ -144,12 +144,16 @@ int64_t NodeBlocks::WaitingLocked(const Block& b, const std::string& allocating_
 }
 
 int64_t NodeBlocks::CountWaitingLocked(const Block& b, std::set<std::string> uids,
-                                       const std::string& allocating_uid) const {
+                                       const std::string& allocating_uid,
+                                       const std::set<std::string>* batch_adds) const {
   // Served already: handed out here (its endpoint may not be cached yet), being allocated, or
-  // by a slow-path write of its own.
+  // by a slow-path write of its own (this one, when the batch is known: the others queued
+  // behind it take from the block once it has landed).
   for (const auto& [ip, req] : b.assigned) uids.erase(req.pod_uid);
   uids.erase(allocating_uid);
-  for (const std::string& uid : b.slow_writing) uids.erase(uid);
+  for (const std::string& uid : b.slow_writing) {
+    if (batch_adds == nullptr || batch_adds->count(uid)) uids.erase(uid);
+  }
   for (const auto& [uid, at] : b.slow_wrote) uids.erase(uid);
   // A pod predicted to use other pools only is not this pool's demand: a node whose pods
   // attach to two networks reserved for all of them in both.
@@ -226,7 +230,8 @@ int64_t NodeBlocks::BusyHoldLocked(const Block& b) const {
 
 void NodeBlocks::TopUp(const std::string& pool, sp::PoolState& state,
                        std::vector<base::IPAddress>* reserved, bool* dirty,
-                       const std::string& allocating_uid) {
+                       const std::string& allocating_uid,
+                       const std::set<std::string>* batch_adds) {
   reserved->clear();
   if (!enabled()) return;
   absl::MutexLock l(&mu_);
@@ -241,10 +246,15 @@ void NodeBlocks::TopUp(const std::string& pool, sp::PoolState& state,
   // attempt whose write was reported failed but landed. They are ours and unused: adopt them.
   const int64_t unused = static_cast<int64_t>(UnusedLocked(b, state).size());
   *reserved = UntrackedLocked(b, state);
-  // The batch-mates on the slow path take their IPs after this (or did: then one too few is
-  // reserved, harmless); theirs are not this top-up's.
-  const int64_t batch_mates = static_cast<int64_t>(b.slow_writing.size()) -
-                              (b.slow_writing.count(allocating_uid) ? 1 : 0);
+  // The batch-mates on the slow path take their IPs from the pool after this (or did: then
+  // one too few is reserved, harmless); theirs are not this top-up's. With the batch known,
+  // only those in it: the ADDs queued behind this write take from the block it fills (an
+  // ipam_e2e node whose 7 queued ADDs did so was 7 IPs short; its last pods then wrote the
+  // pool themselves, 30 s behind 50 nodes' first writes).
+  int64_t batch_mates = 0;
+  for (const std::string& uid : b.slow_writing) {
+    batch_mates += uid != allocating_uid && (batch_adds == nullptr || batch_adds->count(uid));
+  }
   const int64_t free = std::max<int64_t>(
       0, static_cast<int64_t>(std::min<absl::uint128>(
              state.allocator().FreeCount(),
@@ -276,7 +286,9 @@ void NodeBlocks::TopUp(const std::string& pool, sp::PoolState& state,
   const int64_t fair =
       starting ? std::min({std::max(half, b.fair_keep), options_.max_block, free}) : half;
   const int64_t waiting =
-      hooks_.waiting_pods ? CountWaitingLocked(b, std::move(waiting_uids), allocating_uid) : 0;
+      hooks_.waiting_pods
+          ? CountWaitingLocked(b, std::move(waiting_uids), allocating_uid, batch_adds)
+          : 0;
   const int64_t demand = std::min({waiting, options_.max_block * kDemandBlocks, free});
   const bool prewarm = !b.prewarm_done && b.prewarm_at != absl::InfiniteFuture();
   // A prewarm reserves what the waiting pods need (one kubelet batch at most when none is

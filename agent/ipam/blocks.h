@@ -126,6 +126,9 @@ namespace spiderpool::agent::ipam {
 struct PoolBook {
   ::spiderpool::ipam::PoolState state;
   bool dirty = false;
+  // The pods whose ADDs this write allocates for (their mutations' `prepare`): the slow-path
+  // ADDs of this node NOT among them queue for a later batch and take from the block.
+  std::set<std::string> slow_adds;
 };
 using PoolCommitter = GroupCommitter<PoolBook>;
 
@@ -222,9 +225,13 @@ class NodeBlocks {
   // node if its block is short. `*reserved` receives what this run reserved (reset on each
   // run; the committer may re-run a batch) — hand it to AddReserved() once the write is done.
   // `allocating_uid`: the pod the same write allocates for (it waits no more).
+  // `batch_adds`: the pods of the ADDs this write allocates for (PoolBook::slow_adds); this
+  // node's other slow-path ADDs, queued behind it, are demand for the block. nullptr: every
+  // slow-path ADD is taken to be in this write.
   void TopUp(const std::string& pool, ::spiderpool::ipam::PoolState& state,
              std::vector<base::IPAddress>* reserved, bool* dirty,
-             const std::string& allocating_uid = "");
+             const std::string& allocating_uid = "",
+             const std::set<std::string>* batch_adds = nullptr);
   void AddReserved(const std::string& pool, const std::vector<base::IPAddress>& ips);
 
   // The slow path wrote a pod record for `uid`: until the endpoint cache surely shows it, a
@@ -369,9 +376,11 @@ class NodeBlocks {
   // other pools only (the demand hint, 0 if unknown).
   int64_t WaitingLocked(const Block& b, const std::string& allocating_uid = "") const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The same for `uids`, the pods Hooks::waiting_pods returned.
+  // The same for `uids`, the pods Hooks::waiting_pods returned; with `batch_adds` (see TopUp)
+  // only the slow-path ADDs among them are served already.
   int64_t CountWaitingLocked(const Block& b, std::set<std::string> uids,
-                             const std::string& allocating_uid) const
+                             const std::string& allocating_uid,
+                             const std::set<std::string>* batch_adds = nullptr) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Point 6's fair part for `b` in `state` (sets b.fair_keep) and how many free reservations
   // to keep for the waiting pods when the pool cannot serve every node.

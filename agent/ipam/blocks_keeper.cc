@@ -189,7 +189,7 @@ absl::Status NodeBlocks::Sync(const std::string& pool, SyncWhat what, absl::Time
             }
           }
         }
-        if (what.topup) TopUp(pool, book.state, &topped_up, &book.dirty);
+        if (what.topup) TopUp(pool, book.state, &topped_up, &book.dirty, "", &book.slow_adds);
         return absl::OkStatus();
       },
       deadline, on_conflict, [&] { Landed(); });

@@ -139,11 +139,18 @@ class GroupCommitter {
   // committing thread, before the pool's next batch starts: callbacks of one pool run in the
   // order their writes landed (a caller's own code after Run returns does not: another batch
   // may land and be acted upon first). Keep it short; it must not call Run.
+  //
+  // `prepare` (optional) runs on each attempt's fresh state before any mutation of the batch
+  // is applied, for every mutation of the batch: what one mutation must know about the others
+  // written with it (the ADDs of a batch, for a top-up in the same write). It must not change
+  // what the pool will hold.
   absl::Status Run(const std::string& pool, Mutation mutation, absl::Time deadline,
                    OnConflict on_conflict = OnConflict::kRetry,
-                   std::function<void()> on_landed = nullptr) {
+                   std::function<void()> on_landed = nullptr,
+                   std::function<void(State& state)> prepare = nullptr) {
     Slot* slot = SlotFor(pool);
-    Pending pending{std::move(mutation), deadline, on_conflict, std::move(on_landed)};
+    Pending pending{std::move(mutation), deadline, on_conflict, std::move(on_landed),
+                    std::move(prepare)};
     absl::MutexLock lock(&slot->mu);
     slot->queue.push_back(&pending);
     while (!pending.finished) {
@@ -193,6 +200,7 @@ class GroupCommitter {
     absl::Time deadline;
     OnConflict on_conflict = OnConflict::kRetry;
     std::function<void()> on_landed;
+    std::function<void(State& state)> prepare;
     absl::Status result;
     bool finished = false;  // guarded by the slot's mu
   };
@@ -333,6 +341,9 @@ class GroupCommitter {
         slot->last.reset();
         FailAll(slot, batch, state.status());
         return;
+      }
+      for (Pending* p : batch) {
+        if (p != nullptr && p->prepare) p->prepare(*state);
       }
       std::vector<absl::Status> results(batch.size());
       for (size_t i = 0; i < batch.size(); ++i) {

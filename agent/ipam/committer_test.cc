@@ -4,6 +4,7 @@
 #include "agent/ipam/committer.h"
 
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -25,6 +26,7 @@ namespace {
 struct Book {
   api::PoolIPAllocations records;
   bool dirty = false;
+  std::set<std::string> prepared;  // names whose `prepare` ran on this attempt
 };
 
 class KubePoolStore : public PoolStore {
@@ -267,6 +269,49 @@ TEST_F(CommitterTest, OnLandedRunsInLandingOrderBeforeTheNextBatch) {
   // a's callback ran before b's batch was written (only a's write had been issued).
   EXPECT_EQ(writes_seen[0], 1);
   EXPECT_EQ(writes_seen[1], 2);
+}
+
+// Every mutation's `prepare` runs on an attempt's state before any mutation of the batch is
+// applied: the first mutation of a batch sees what the others prepared (NodeBlocks' top-up in
+// an ADD's write counts only the ADDs written with it). Mutations of other batches are not in it.
+TEST_F(CommitterTest, EveryPrepareOfABatchRunsBeforeItsFirstMutation) {
+  KubePoolStore kube_store(cluster_->rest());
+  HoldFirstWrite store(&kube_store);
+  GroupCommitter<Book> committer(&store, BookHooks());
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  using OnConflict = GroupCommitter<Book>::OnConflict;
+  std::mutex mu;
+  std::map<std::string, std::set<std::string>> seen;  // mutation -> prepared when it ran
+  auto run = [&](const std::string& who, std::string* ip) {
+    GroupCommitter<Book>::Mutation allocate = Allocate(who, 5, ip);
+    return committer.Run(
+        pool_name_,
+        [&, who, allocate](Book& book) {
+          {
+            std::lock_guard<std::mutex> l(mu);
+            seen[who] = book.prepared;
+          }
+          return allocate(book);
+        },
+        deadline, OnConflict::kRetry, nullptr, [who](Book& book) { book.prepared.insert(who); });
+  };
+  std::string a, b, c;
+  absl::Status sa, sb, sc;
+  std::jthread first([&] { sa = run("a", &a); });
+  store.entered_.WaitForNotification();  // a's write is on its way: b and c queue behind it
+  std::jthread second([&] { sb = run("b", &b); });
+  std::jthread third([&] { sc = run("c", &c); });
+  absl::SleepFor(absl::Milliseconds(200));  // let b and c join the queue
+  store.release_.Notify();
+  first.join();
+  second.join();
+  third.join();
+  ASSERT_TRUE(sa.ok() && sb.ok() && sc.ok()) << sa << " " << sb << " " << sc;
+  EXPECT_EQ(store.writes_.load(), 2) << "b and c in one batch";
+  std::lock_guard<std::mutex> l(mu);
+  EXPECT_EQ(seen["a"], (std::set<std::string>{"a"}));
+  EXPECT_EQ(seen["b"], (std::set<std::string>{"b", "c"}));
+  EXPECT_EQ(seen["c"], (std::set<std::string>{"b", "c"}));
 }
 
 TEST_F(CommitterTest, MissingPoolIsNotFound) {

@@ -256,6 +256,15 @@ absl::StatusOr<PoolWriter::Taken> PoolWriter::TakeOne(const std::vector<std::str
       // Slow path: the record is written before the ADD returns; the same write tops this
       // node's block up for the next ADDs.
       blocks_.SlowPathBegin(pool, request.pod_uid);
+      // Queued behind a write of ours that filled the block (the first batch of a node's ADDs
+      // tops it up for the pods waiting here): take from the block instead of writing the
+      // pool again. ipam_e2e: each node's first ADDs came in two batches; the second wrote
+      // the pool again while the block held 92 IPs, and lost races to the other nodes' first
+      // writes for up to 160 ms.
+      auto to_the_block = [&](const PoolBook& book) {
+        return !behind_a_top_up && book.state.IPsOf(request.pod_uid).empty() &&
+               blocks_.HasFree(pool, Usable(&reserved));
+      };
       s = committer_.Run(
           pool,
           [&](PoolBook& book) -> absl::Status {
@@ -263,13 +272,7 @@ absl::StatusOr<PoolWriter::Taken> PoolWriter::TakeOne(const std::vector<std::str
             waitable = 0;
             adopted_only = false;
             to_block = false;
-            // Queued behind a write of ours that filled the block (the first batch of a
-            // node's ADDs tops it up for the pods waiting here): take from the block instead
-            // of writing the pool again. ipam_e2e: each node's first ADDs came in two
-            // batches; the second wrote the pool again while the block held 92 IPs, and lost
-            // races to the other nodes' first writes for up to 160 ms.
-            if (!behind_a_top_up && book.state.IPsOf(request.pod_uid).empty() &&
-                blocks_.HasFree(pool, Usable(&reserved))) {
+            if (to_the_block(book)) {
               to_block = true;
               return absl::CancelledError("this node's block has IPs now");
             }
@@ -302,7 +305,8 @@ absl::StatusOr<PoolWriter::Taken> PoolWriter::TakeOne(const std::vector<std::str
                   book.state.ReassignUID(request, {a->ip});
               if (r.ok() && r->updated > 0) book.dirty = true;
             }
-            blocks_.TopUp(pool, book.state, &topped_up, &book.dirty, request.pod_uid);
+            blocks_.TopUp(pool, book.state, &topped_up, &book.dirty, request.pod_uid,
+                          &book.slow_adds);
             return absl::OkStatus();
           },
           deadline, PoolCommitter::OnConflict::kRetry,
@@ -310,6 +314,11 @@ absl::StatusOr<PoolWriter::Taken> PoolWriter::TakeOne(const std::vector<std::str
           [&] {
             blocks_.AddReserved(pool, topped_up);
             if (!adopted_only) blocks_.NoteWritten(request.pod_uid);
+          },
+          // A top-up in the same write counts this node's other slow-path ADDs as demand
+          // only if they are not written with it (PoolBook::slow_adds).
+          [&](PoolBook& book) {
+            if (!to_the_block(book)) book.slow_adds.insert(request.pod_uid);
           });
       blocks_.SlowPathEnd(pool, request.pod_uid, s.ok() && !adopted_only);
       if (to_block && absl::IsCancelled(s)) {
