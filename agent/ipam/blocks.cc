@@ -490,6 +490,12 @@ void NodeBlocks::Wake() {
   wake_.SignalAll();
 }
 
+void NodeBlocks::NoteChanged(const std::string& pool) {
+  absl::MutexLock l(&mu_);
+  auto it = blocks_.find(pool);
+  if (it != blocks_.end()) it->second.last_change = clock_->Now();
+}
+
 void NodeBlocks::Poke() {
   absl::MutexLock l(&mu_);
   poked_ = true;

@@ -287,6 +287,8 @@ class NodeBlocks {
   bool Release(const std::string& pool, const std::string& uid, const std::string& container_id);
   // Something the prewarm depends on changed (a pod scheduled here): re-read the hooks now.
   void Poke();
+  // The metadata watch saw `pool` written (by any node; see kQuietBeforeRefill).
+  void NoteChanged(const std::string& pool);
   // A pool changed in a way the keeper acts on (another node asks for reservations).
   void Wake();
   // `uid` has an IP of `pool` handed out here to a container other than `container_id`.
@@ -334,6 +336,7 @@ class NodeBlocks {
     int yields_in_a_row = 0;  // background writes that lost a 409 race and stepped back
     absl::Time retry_at = absl::InfinitePast();  // after a yield
     absl::Time last_take = absl::InfinitePast();     // a hand-out or a top-up
+    absl::Time last_change = absl::InfinitePast();   // the pool's last write seen (NoteChanged)
     absl::Time last_handout = absl::InfinitePast();  // Take handed an IP out
     // The pods waiting here at TopUp's last look, and when the last look found a pod that the
     // one before had not seen (a pod created since, or handed an IP without ever being seen
@@ -435,6 +438,12 @@ class NodeBlocks {
   static constexpr int64_t kPrewarmWithoutDemand = 8;
   // Standing blocks (point 8) are refilled at most this often per pool.
   static constexpr absl::Duration kStandingRefill = absl::Seconds(5);
+  // A block this node's pods have used is refilled to `standing` only once the pool has not
+  // been written for this long: while other nodes still reserve for their pods, a refill takes
+  // IPs they need and its write fails theirs (ipam_e2e, 100 nodes, every pod waiting before the
+  // agents: 75 refills of nodes that were done, then as many give-backs, ~1/3 of all pool
+  // writes, and nodes whose first write came last found the pool full).
+  static constexpr absl::Duration kQuietBeforeRefill = absl::Seconds(2);
   // Pods known to be waiting on this node get their IPs reserved in one write, up to this many
   // blocks (`max_block` each): a Deployment landing 100 pods on a node costs one write, not two.
   static constexpr int64_t kDemandBlocks = 4;

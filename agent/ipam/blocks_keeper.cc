@@ -352,11 +352,13 @@ void NodeBlocks::Loop(std::stop_token stop) {
             // For idle nodes: pods waiting here are the prewarm's and the top-ups' business.
             WaitingLocked(b) == 0) {
           if (b.standing_at == absl::InfiniteFuture()) b.standing_at = StaggeredLocked(now);
-          if (now >= b.standing_at) {
+          const absl::Time quiet_at =
+              b.ever_used ? b.last_change + kQuietBeforeRefill : absl::InfinitePast();
+          if (now >= b.standing_at && now >= quiet_at) {
             what.topup = true;
             b.standing_topup = true;
           } else {
-            next = std::min(next, b.standing_at);
+            next = std::min(next, std::max(b.standing_at, quiet_at));
           }
         }
         // Another node's ADD found the pool full: what the pods waiting here will not need

@@ -471,6 +471,45 @@ TEST_F(BlocksTest, ABlockThatCoversTheWaitingPodsIsNotToppedUp) {
       << "no top-up for pods still being created";
 }
 
+// A block this node's pods have used up is not refilled to `standing` while the pool keeps
+// being written (other nodes still reserving for their pods: such refills, and the give-backs
+// that followed, were a third of the pool writes of a 100-node start); once the pool has been
+// quiet for kQuietBeforeRefill, it is.
+TEST_F(BlocksTest, AUsedBlockIsRefilledOnlyOnceThePoolIsQuiet) {
+  api::SpiderIPPool roomy;
+  roomy.status.free_ip_count = 1000;
+  auto waiting = std::make_shared<std::atomic<int>>(10);
+  NodeBlocks::Hooks hooks = Waiting(0, [](const std::string&) { return std::string(); });
+  hooks.cached_pool = [&roomy](const std::string&) {
+    return std::make_shared<const api::SpiderIPPool>(roomy);
+  };
+  hooks.waiting_pods = [waiting] {
+    std::set<std::string> uids;
+    for (int i = 0; i < *waiting; ++i) uids.insert(base::StrCat("wait-", i));
+    return uids;
+  };
+  blocks_ = std::make_unique<NodeBlocks>(
+      kNode,
+      BlockOptions{.max_block = 16, .flush_after = absl::Milliseconds(10),
+                   .idle_release = absl::Hours(1), .standing = 4},
+      committer_.get(), std::move(hooks), nullptr);
+  ASSERT_EQ(NodeBPodsThenTopUp(0).size(), 10u) << "the 10 waiting pods";
+  Take(10, "wait-");  // used up by the pods it was reserved for: no top-up ahead of demand
+  *waiting = 0;       // their endpoints exist: nothing waits here any more
+  const int64_t reserved = blocks_->stats().reserved;
+  blocks_->NoteChanged(pool_name_);
+  blocks_->Start();
+  // Another node writes the pool every 100 ms for 4 s (without the rule the refill comes
+  // after ~2 s here).
+  for (int i = 0; i < 40; ++i) {
+    absl::SleepFor(absl::Milliseconds(100));
+    blocks_->NoteChanged(pool_name_);
+  }
+  EXPECT_EQ(blocks_->stats().reserved, reserved) << "refilled while the pool was being written";
+  EXPECT_TRUE(base::testing::WaitUntil([&] { return blocks_->stats().reserved > reserved; }))
+      << "not refilled once the pool was quiet";
+}
+
 // The fair part a flush computes counts this node's pods once: the IPs that very write turns
 // from reservations into pod records were counted twice (as pods and as handed out), so when
 // another node asked, the keeper gave back reservations its own waiting pods needed, and they

@@ -71,6 +71,9 @@ void PoolWriter::Start() { blocks_.Start(); }
 void PoolWriter::Stop() { blocks_.Stop(); }
 
 void PoolWriter::OnPoolChanged(const api::ObjectMeta* before, const api::ObjectMeta& after) {
+  if (before == nullptr || before->resource_version != after.resource_version) {
+    blocks_.NoteChanged(after.name);
+  }
   // Another node asks for idle reservations (blocks.h point 6).
   auto mark = [](const api::ObjectMeta* m) {
     if (m == nullptr) return std::string();
