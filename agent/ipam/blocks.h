@@ -18,8 +18,9 @@
 //      and it hands IPs out (only one kubelet batch of them in sight), what is left of its
 //      fair part of the pool (point 6; capped at `max_block`). None when the pool is full
 //      (then every IP goes straight to a pod, as before). ADDs of this node queued behind
-//      that write take from the block once it has landed, not from the pool in a write of
-//      their own. While pods keep starting and the block is half used, the background thread
+//      that write are part of that demand and take from the block once it has landed, not
+//      from the pool in a write of their own (the ADDs the write itself carries are not:
+//      PoolBook::slow_adds). While pods keep starting and the block is half used, the background thread
 //      tops it up ahead of demand (in the same write as the records of step 3), unless the
 //      pool has no unreserved IP left, or no pod has arrived lately and the block covers the
 //      pods still waiting (the top-up would reserve nothing).
@@ -74,7 +75,9 @@
 //      and the NAD defaults of the last ADD) and those this node's ADDs have drawn from — so
 //      that the first pods of a Deployment that lands later need no pool write either. The
 //      first such write comes after a random pause of up to `prewarm_stagger` (agents started
-//      together do not collide), a refill at most every kStandingRefill. An idle block is given
+//      together do not collide), a refill at most every kStandingRefill and, of a block this
+//      node's pods have used, only once the pool has been quiet for kQuietBeforeRefill (other
+//      nodes may still be reserving for their pods). An idle block is given
 //      back down to `standing`, not to nothing; in a pool with no unreserved IP left, or when
 //      another node asks (point 6), nothing is kept, nor beyond the node's fair part of the
 //      pool (point 6: a node whose pods hold their share keeps none), nor in a pool that is not
