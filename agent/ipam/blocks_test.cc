@@ -71,6 +71,22 @@ NodeBlocks::Hooks Waiting(int n, std::function<std::string(const std::string&)> 
 NodeBlocks::Hooks EighteenWaiting(std::function<std::string(const std::string&)> wanted_by) {
   return Waiting(18, std::move(wanted_by));
 }
+// A node on which `*n` pods wait (the count may change), in a pool whose cached status shows
+// `free_ips` unreserved IPs; nobody asks for reservations.
+NodeBlocks::Hooks WaitingInAPoolShowing(std::shared_ptr<std::atomic<int>> n, int64_t free_ips) {
+  NodeBlocks::Hooks hooks = Waiting(0, [](const std::string&) { return std::string(); });
+  auto pool = std::make_shared<api::SpiderIPPool>();
+  pool->status.free_ip_count = free_ips;
+  hooks.cached_pool = [pool](const std::string&) {
+    return std::shared_ptr<const api::SpiderIPPool>(pool);
+  };
+  hooks.waiting_pods = [n] {
+    std::set<std::string> uids;
+    for (int i = 0; i < *n; ++i) uids.insert(base::StrCat("wait-", i));
+    return uids;
+  };
+  return hooks;
+}
 
 class BlocksTest : public kube::testing::SpiderClusterTest {
  protected:
@@ -442,21 +458,10 @@ TEST_F(BlocksTest, NoTopUpInAPoolWithNoUnreservedIPLeft) {
 // before the agents: a node lost 10 races in a row to such writes, 1.1 s). A pod that then
 // arrives is demand nobody has seen: the top-up comes.
 TEST_F(BlocksTest, ABlockThatCoversTheWaitingPodsIsNotToppedUp) {
-  api::SpiderIPPool roomy;
-  roomy.status.free_ip_count = 10;
   auto pods = std::make_shared<std::atomic<int>>(8);
-  NodeBlocks::Hooks hooks = Waiting(0, [](const std::string&) { return std::string(); });
-  hooks.cached_pool = [&roomy](const std::string&) {
-    return std::make_shared<const api::SpiderIPPool>(roomy);
-  };
-  hooks.waiting_pods = [pods] {
-    std::set<std::string> uids;
-    for (int i = 0; i < *pods; ++i) uids.insert(base::StrCat("wait-", i));
-    return uids;
-  };
   blocks_ = std::make_unique<NodeBlocks>(
       kNode, BlockOptions{.max_block = 16, .flush_after = absl::Hours(1)}, committer_.get(),
-      std::move(hooks), nullptr);
+      WaitingInAPoolShowing(pods, 10), nullptr);
   ASSERT_EQ(NodeBPodsThenTopUp(0).size(), 10u) << "half of the 20 free: the 8 waiting and 2";
   // 3 of 10 left, below half: low, but the one pod still waiting has its IP. (Half of the
   // pool's 10 free would have topped the block up to 5.)
@@ -476,23 +481,12 @@ TEST_F(BlocksTest, ABlockThatCoversTheWaitingPodsIsNotToppedUp) {
 // that followed, were a third of the pool writes of a 100-node start); once the pool has been
 // quiet for kQuietBeforeRefill, it is.
 TEST_F(BlocksTest, AUsedBlockIsRefilledOnlyOnceThePoolIsQuiet) {
-  api::SpiderIPPool roomy;
-  roomy.status.free_ip_count = 1000;
   auto waiting = std::make_shared<std::atomic<int>>(10);
-  NodeBlocks::Hooks hooks = Waiting(0, [](const std::string&) { return std::string(); });
-  hooks.cached_pool = [&roomy](const std::string&) {
-    return std::make_shared<const api::SpiderIPPool>(roomy);
-  };
-  hooks.waiting_pods = [waiting] {
-    std::set<std::string> uids;
-    for (int i = 0; i < *waiting; ++i) uids.insert(base::StrCat("wait-", i));
-    return uids;
-  };
   blocks_ = std::make_unique<NodeBlocks>(
       kNode,
       BlockOptions{.max_block = 16, .flush_after = absl::Milliseconds(10),
                    .idle_release = absl::Hours(1), .standing = 4},
-      committer_.get(), std::move(hooks), nullptr);
+      committer_.get(), WaitingInAPoolShowing(waiting, 1000), nullptr);
   ASSERT_EQ(NodeBPodsThenTopUp(0).size(), 10u) << "the 10 waiting pods";
   Take(10, "wait-");  // used up by the pods it was reserved for: no top-up ahead of demand
   *waiting = 0;       // their endpoints exist: nothing waits here any more

@@ -516,6 +516,23 @@ TEST_P(ReservationTest, AReservedIPInTheBlockDoesNotMakeAFullPoolsWaitSpin) {
   EXPECT_LT(a.committer_stats().batches - batches, 30);
 }
 
+// ADDs of `pods[0]`, then, once `then()` holds (its write is on its way), of pods[1..n) at
+// once; their answers, in that order.
+std::vector<absl::StatusOr<ipamapi::IpamAddResponse>> FirstAddThenTheRest(
+    IpamService& agent, const std::vector<ipamapi::IpamAddArgs>& adds,
+    const std::function<bool()>& then, absl::Time deadline) {
+  std::vector<absl::StatusOr<ipamapi::IpamAddResponse>> got(adds.size(),
+                                                            absl::UnknownError("not run"));
+  std::vector<std::thread> threads;
+  threads.emplace_back([&] { got[0] = agent.Allocate(adds[0], deadline); });
+  EXPECT_TRUE(base::testing::WaitUntil(then));
+  for (size_t i = 1; i < adds.size(); ++i) {
+    threads.emplace_back([&, i] { got[i] = agent.Allocate(adds[i], deadline); });
+  }
+  for (std::thread& t : threads) t.join();
+  return got;
+}
+
 // A node's first ADDs come in a kubelet batch; the first one writes the pool and reserves
 // for the pods waiting here, the others queue behind that write. Once it has landed they
 // take from the block it filled instead of writing the pool a second time (ipam_e2e: that
@@ -530,16 +547,11 @@ TEST_P(ReservationTest, AddsQueuedBehindTheWriteThatFillsTheBlockTakeFromIt) {
   // The first write stays in flight long enough for the others to queue behind it.
   cluster_->loopback()->InjectDelay(absl::Milliseconds(600),
                                     {.verb = "update", .resource = "spiderippools/status"});
-  std::vector<absl::StatusOr<ipamapi::IpamAddResponse>> got(
-      pods.size(), absl::UnknownError("not run"));
-  std::vector<std::thread> adds;
-  adds.emplace_back([&] { got[0] = agent.Allocate(Add(pods[0]), Deadline()); });
-  // Its batch has started: the others queue behind it.
-  ASSERT_TRUE(base::testing::WaitUntil([&] { return agent.committer_stats().batches >= 1; }));
-  for (size_t i = 1; i < pods.size(); ++i) {
-    adds.emplace_back([&, i] { got[i] = agent.Allocate(Add(pods[i]), Deadline()); });
-  }
-  for (std::thread& t : adds) t.join();
+  std::vector<ipamapi::IpamAddArgs> adds;
+  for (const api::Pod& pod : pods) adds.push_back(Add(pod));
+  // Once its batch has started, the others queue behind it.
+  auto got = FirstAddThenTheRest(
+      agent, adds, [&] { return agent.committer_stats().batches >= 1; }, Deadline());
   cluster_->loopback()->ClearFaults();
   std::set<std::string> ips;
   for (const auto& r : got) {
@@ -566,15 +578,16 @@ TEST_P(ReservationTest, AddsQueuedWhileTheFirstWriteRetriesAreItsTopUpsDemand) {
   cluster_->loopback()->FailNext(1, 409, {.verb = "update", .resource = "spiderippools/status"});
   cluster_->loopback()->InjectDelay(absl::Milliseconds(600),
                                     {.verb = "get", .resource = "spiderippools", .name = Pool("v4")});
-  std::vector<absl::StatusOr<ipamapi::IpamAddResponse>> got(8, absl::UnknownError("not run"));
-  std::vector<std::thread> adds;
-  adds.emplace_back([&] { got[0] = agent.Allocate(Add(pods[0]), Deadline()); });
-  ASSERT_TRUE(base::testing::WaitUntil([&] { return agent.committer_stats().conflicts >= 1; }));
-  absl::SleepFor(absl::Milliseconds(50));  // past the conflict's adoption of queued ADDs
-  for (size_t i = 1; i < got.size(); ++i) {
-    adds.emplace_back([&, i] { got[i] = agent.Allocate(Add(pods[i]), Deadline()); });
-  }
-  for (std::thread& t : adds) t.join();
+  std::vector<ipamapi::IpamAddArgs> adds;
+  for (int i = 0; i < 8; ++i) adds.push_back(Add(pods[i]));
+  auto got = FirstAddThenTheRest(
+      agent, adds,
+      [&] {
+        if (agent.committer_stats().conflicts < 1) return false;
+        absl::SleepFor(absl::Milliseconds(50));  // past the conflict's adoption of queued ADDs
+        return true;
+      },
+      Deadline());
   cluster_->loopback()->ClearFaults();
   for (const auto& r : got) ASSERT_TRUE(r.ok()) << r.status();
   // The 39 pods still waiting when it wrote, the 7 queued ADDs among them.
