@@ -249,8 +249,8 @@ void NodeBlocks::TopUp(const std::string& pool, sp::PoolState& state,
   // The batch-mates on the slow path take their IPs from the pool after this (or did: then
   // one too few is reserved, harmless); theirs are not this top-up's. With the batch known,
   // only those in it: the ADDs queued behind this write take from the block it fills (an
-  // ipam_e2e node whose 7 queued ADDs did so was 7 IPs short; its last pods then wrote the
-  // pool themselves, 30 s behind 50 nodes' first writes).
+  // ipam_e2e node whose queued ADDs did so came out 5-7 IPs short; its last pods then wrote
+  // the pool themselves, 32 s behind 50 nodes' first writes).
   int64_t batch_mates = 0;
   for (const std::string& uid : b.slow_writing) {
     batch_mates += uid != allocating_uid && (batch_adds == nullptr || batch_adds->count(uid));
