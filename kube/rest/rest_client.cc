@@ -1,6 +1,5 @@
 #include "kube/rest/rest_client.h"
 
-#include <arpa/inet.h>
 #include <poll.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -15,11 +14,10 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
+#include "base/http_client.h"
 #include "base/log.h"
-#include "base/sigpipe.h"
 #include "base/status.h"
 #include "base/strings.h"
-#include "httplib.h"
 
 namespace spiderpool::kube {
 namespace {
@@ -37,15 +35,6 @@ std::string Trim(std::string s) {
   size_t i = 0;
   while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
   return s.substr(i);
-}
-
-std::string OpenSslError() {
-  unsigned long e = ERR_get_error();
-  ERR_clear_error();
-  if (e == 0) return "unknown OpenSSL error";
-  char buf[256];
-  ERR_error_string_n(e, buf, sizeof(buf));
-  return buf;
 }
 
 // Parses every certificate of a PEM bundle.
@@ -67,34 +56,12 @@ absl::StatusOr<STACK_OF(X509)*> ParseCertificates(std::string_view pem, std::str
   return certs;
 }
 
-// The verification failure of the last TLS handshake on this thread (X509_V_OK if none):
-// handshakes run on the requesting thread, so a thread_local carries it out of OpenSSL.
-thread_local long last_verify_error = X509_V_OK;
-
-int RecordVerifyResult(int preverify_ok, X509_STORE_CTX* ctx) {
-  if (preverify_ok != 1 && last_verify_error == X509_V_OK) {
-    last_verify_error = X509_STORE_CTX_get_error(ctx);
-  }
-  return preverify_ok;
-}
-
-bool IsIpAddress(const std::string& host) {
-  unsigned char buf[16];
-  return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
-}
-
+// The TLS context every connection of one client shares: trusted roots (only Config::ca_pem,
+// or the system roots), the client certificate and key, verification of the server.
 struct TlsMaterial {
-  // Trusted roots, shared by every connection: only Config::ca_pem, or the system roots.
-  X509_STORE* trust = nullptr;
-  X509* client_cert = nullptr;
-  STACK_OF(X509)* client_chain = nullptr;  // intermediates after the leaf
-  EVP_PKEY* client_key = nullptr;
-
+  SSL_CTX* ctx = nullptr;
   ~TlsMaterial() {
-    if (trust != nullptr) X509_STORE_free(trust);
-    if (client_chain != nullptr) sk_X509_pop_free(client_chain, X509_free);
-    if (client_cert != nullptr) X509_free(client_cert);
-    if (client_key != nullptr) EVP_PKEY_free(client_key);
+    if (ctx != nullptr) SSL_CTX_free(ctx);
   }
 };
 
@@ -142,15 +109,8 @@ class TokenSource {
 };
 
 // One attempt's outcome.
-struct Attempt {
-  httplib::Error error = httplib::Error::Success;
-  bool timed_out = false;
-  long verify_error = 0;  // X509_V_OK
-  int code = 0;
-  std::string body;
-  std::multimap<std::string, std::string> headers;
-  bool ok() const { return error == httplib::Error::Success; }
-};
+using Attempt = base::HttpClientResult;
+using Failure = base::HttpClientResult::Failure;
 
 std::string RetryAfterOf(const Attempt& a) {
   auto it = a.headers.find("retry-after");
@@ -159,7 +119,7 @@ std::string RetryAfterOf(const Attempt& a) {
 
 // Retry-After in seconds when the answer asks for a retry (429 or 5xx with the header).
 std::optional<int> RetryDelay(const Attempt& a) {
-  if (a.code != 429 && a.code < 500) return std::nullopt;
+  if (a.status != 429 && a.status < 500) return std::nullopt;
   std::string h = Trim(RetryAfterOf(a));
   if (h.empty()) return std::nullopt;
   int secs = 0;
@@ -189,7 +149,7 @@ class RestClient::Impl {
   TokenSource tokens;
 
   std::mutex pool_mu;
-  std::vector<std::unique_ptr<httplib::ClientImpl>> idle;  // guarded by pool_mu
+  std::vector<std::unique_ptr<base::HttpConnection>> idle;  // guarded by pool_mu
 
   std::atomic<uint64_t> requests{0};
   std::atomic<uint64_t> retries{0};
@@ -198,56 +158,21 @@ class RestClient::Impl {
   std::atomic<uint64_t> dropped_idle{0};
   std::atomic<uint64_t> token_reads{0};
 
-  static std::chrono::microseconds ToMicros(absl::Duration d) {
-    if (d <= absl::ZeroDuration() || d == absl::InfiniteDuration()) d = absl::Hours(24);
-    return std::chrono::microseconds(absl::ToInt64Microseconds(d));
+  static absl::Duration Bounded(absl::Duration d) {
+    return d <= absl::ZeroDuration() ? absl::InfiniteDuration() : d;
   }
 
-  absl::StatusOr<std::unique_ptr<httplib::ClientImpl>> NewClient(absl::Duration read_timeout,
-                                                                 bool keep_alive) {
-    std::unique_ptr<httplib::ClientImpl> cli;
-    if (addr.tls) {
-      auto ssl = std::make_unique<httplib::SSLClient>(addr.host, addr.port, tls.client_cert,
-                                                      tls.client_key);
-      if (!ssl->is_valid()) {
-        return absl::InternalError(
-            base::StrCat("cannot set up TLS client (client certificate/key): ", OpenSslError()));
-      }
-      SSL_CTX* ctx = ssl->ssl_context();
-      // An idle connection (a watch between events, a pooled keep-alive one) gives its
-      // ~34 KB of record buffers back: an agent holds ~15 connections.
-      SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
-      if (tls.client_chain != nullptr) {
-        for (int i = 0; i < sk_X509_num(tls.client_chain); ++i) {
-          SSL_CTX_add1_chain_cert(ctx, sk_X509_value(tls.client_chain, i));
-        }
-      }
-      // We verify with OpenSSL directly: httplib's own verification would also trust (and
-      // re-read, ~40ms per connection) the system bundle even when a CA is given.
-      ssl->enable_server_certificate_verification(false);
-      if (!config.insecure_skip_tls_verify) {
-        SSL_CTX_set1_cert_store(ctx, tls.trust);
-        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, RecordVerifyResult);
-        X509_VERIFY_PARAM* param = SSL_CTX_get0_param(ctx);
-        if (IsIpAddress(addr.host)) {
-          X509_VERIFY_PARAM_set1_ip_asc(param, addr.host.c_str());
-        } else {
-          X509_VERIFY_PARAM_set1_host(param, addr.host.c_str(), addr.host.size());
-        }
-      }
-      cli = std::move(ssl);
-    } else {
-      cli = std::make_unique<httplib::ClientImpl>(addr.host, addr.port);
-    }
-    cli->set_keep_alive(keep_alive);
-    cli->set_tcp_nodelay(true);  // headers and body are separate writes: avoid Nagle stalls
-    cli->set_url_encode(false);
-    cli->set_follow_location(false);
-    cli->set_connection_timeout(ToMicros(config.timeout));
-    cli->set_write_timeout(ToMicros(config.timeout));
-    cli->set_read_timeout(ToMicros(read_timeout));
+  // A connection (opened by its first request) whose reads wait at most `read_timeout`.
+  std::unique_ptr<base::HttpConnection> NewClient(absl::Duration read_timeout) {
+    base::HttpConnectionOptions o;
+    o.host = addr.host;
+    o.port = addr.port;
+    o.tls = tls.ctx;
+    o.connect_timeout = Bounded(config.timeout);
+    o.write_timeout = Bounded(config.timeout);
+    o.read_timeout = Bounded(read_timeout);
     connections.fetch_add(1);
-    return cli;
+    return std::make_unique<base::HttpConnection>(std::move(o));
   }
 
   // A pooled client (its keep-alive connection may have gone stale: *reused says so) or a
@@ -255,18 +180,18 @@ class RestClient::Impl {
   // True if the server has closed this idle keep-alive connection (or sent anything on it:
   // an idle HTTP/1.1 connection has nothing to read), as urllib3's is_connection_dropped
   // checks before reuse. A request sent on it would be lost: a POST could not be resent.
-  static bool Dropped(const httplib::ClientImpl& cli) {
-    const int fd = static_cast<int>(cli.socket());
-    if (fd < 0) return false;  // not open: httplib connects anew
+  static bool Dropped(const base::HttpConnection& cli) {
+    const int fd = cli.fd();
+    if (fd < 0) return false;  // not open: it connects anew
     pollfd p{.fd = fd, .events = POLLIN | POLLRDHUP, .revents = 0};
     return ::poll(&p, 1, 0) != 0;
   }
 
   // An idle keep-alive connection that is still open, if there is one (`fresh`: never; after
   // a kept-alive one failed).
-  absl::StatusOr<std::unique_ptr<httplib::ClientImpl>> Acquire(bool* reused, bool fresh = false) {
+  std::unique_ptr<base::HttpConnection> Acquire(bool* reused, bool fresh = false) {
     while (!fresh) {
-      std::unique_ptr<httplib::ClientImpl> cli;
+      std::unique_ptr<base::HttpConnection> cli;
       {
         std::lock_guard<std::mutex> lock(pool_mu);
         if (idle.empty()) break;
@@ -281,19 +206,20 @@ class RestClient::Impl {
       return cli;
     }
     *reused = false;
-    return NewClient(config.timeout, /*keep_alive=*/true);
+    return NewClient(config.timeout);
   }
 
   // Drops every idle connection: one of them turned out closed by the server, and the others
   // are as old (a restarted or failed-over API server closes them all; Go's transport notices
   // each on its own read loop, we do not watch idle sockets).
   void DropIdle() {
-    std::vector<std::unique_ptr<httplib::ClientImpl>> dropped;
+    std::vector<std::unique_ptr<base::HttpConnection>> dropped;
     std::lock_guard<std::mutex> lock(pool_mu);
     dropped.swap(idle);
   }
 
-  void Release(std::unique_ptr<httplib::ClientImpl> cli) {
+  void Release(std::unique_ptr<base::HttpConnection> cli) {
+    if (cli->fd() < 0) return;  // the server did not keep it open
     std::lock_guard<std::mutex> lock(pool_mu);
     if (static_cast<int>(idle.size()) < config.max_idle_connections) {
       idle.push_back(std::move(cli));
@@ -324,84 +250,63 @@ class RestClient::Impl {
     return target;
   }
 
-  httplib::Request BuildRequest(const Request& r, const std::string& token,
-                                absl::Duration server_timeout) const {
-    httplib::Request h;
+  base::HttpClientRequest BuildRequest(const Request& r, const std::string& token,
+                                       absl::Duration server_timeout, bool keep_alive) const {
+    base::HttpClientRequest h;
     h.method = r.method;
-    h.path = Target(r, server_timeout);
+    h.target = Target(r, server_timeout);
+    h.keep_alive = keep_alive;
     const bool own_accept = std::any_of(r.headers.begin(), r.headers.end(), [](const auto& kv) {
       return absl::EqualsIgnoreCase(kv.first, "Accept");
     });
-    if (!own_accept) h.headers.emplace("Accept", "application/json");
-    h.headers.emplace("User-Agent", config.user_agent);
-    if (!token.empty()) h.headers.emplace("Authorization", "Bearer " + token);
-    for (const auto& [k, v] : r.headers) h.headers.emplace(k, v);
+    if (!own_accept) h.headers.emplace_back("Accept", "application/json");
+    h.headers.emplace_back("User-Agent", config.user_agent);
+    if (!token.empty()) h.headers.emplace_back("Authorization", "Bearer " + token);
+    for (const auto& [k, v] : r.headers) h.headers.emplace_back(k, v);
     if (!r.body.empty() || r.method == "POST" || r.method == "PUT" || r.method == "PATCH") {
-      h.headers.emplace("Content-Type",
-                        r.content_type.empty() ? std::string("application/json") : r.content_type);
+      h.headers.emplace_back("Content-Type", r.content_type.empty()
+                                                 ? std::string("application/json")
+                                                 : r.content_type);
     }
     h.body = r.body;
     return h;
   }
 
   // Sends one attempt on `cli`. The request in flight is aborted when `stop` fires.
-  Attempt Send(httplib::ClientImpl& cli, httplib::Request& hreq, std::stop_token stop,
-               absl::Duration read_timeout) {
-    Attempt a;
+  // `on_status` (may be null) sees the status code before the body.
+  Attempt Send(base::HttpConnection& cli, const base::HttpClientRequest& hreq,
+               std::stop_token stop, const std::function<void(int)>& on_status = nullptr,
+               const std::function<bool(std::string_view)>& on_body = nullptr) {
     if (stop.stop_requested()) {
-      a.error = httplib::Error::Canceled;
+      Attempt a;
+      a.failure = Failure::kCanceled;
       return a;
     }
     requests.fetch_add(1);
     std::optional<std::stop_callback<std::function<void()>>> on_stop;
     if (stop.stop_possible()) {
-      on_stop.emplace(stop, std::function<void()>([&cli] { cli.stop(); }));
+      on_stop.emplace(stop, std::function<void()>([&cli] { cli.Cancel(); }));
     }
-    if (!hreq.response_handler) {
-      hreq.response_handler = [&stop](const httplib::Response&) {
-        return !stop.stop_requested();
-      };
-    }
-    auto start = std::chrono::steady_clock::now();
-    httplib::Response hres;
-    httplib::Error err = httplib::Error::Success;
-    last_verify_error = X509_V_OK;
-    // httplib writes with plain send()/SSL_write(): a connection the server closed (an idle
-    // keep-alive timeout, a restart) must be an error to retry, not a SIGPIPE.
-    bool sent;
-    {
-      base::ScopedSigpipeBlock no_sigpipe;
-      sent = cli.send(hreq, hres, err);
-    }
-    a.verify_error = last_verify_error;
+    Attempt a = cli.RoundTrip(
+        hreq,
+        [&](int code) {
+          if (on_status) on_status(code);
+          return !stop.stop_requested();
+        },
+        on_body);
     on_stop.reset();
-    if (stop.stop_requested()) {
-      a.error = httplib::Error::Canceled;
-      return a;
-    }
-    a.code = hres.status;
-    for (const auto& [k, v] : hres.headers) a.headers.emplace(Lower(k), v);
-    a.body = std::move(hres.body);
-    if (!sent) {
-      a.error = err == httplib::Error::Success ? httplib::Error::Unknown : err;
-      auto elapsed = std::chrono::steady_clock::now() - start;
-      if (err == httplib::Error::ConnectionTimeout ||
-          (err == httplib::Error::Read &&
-           elapsed >= ToMicros(read_timeout) - std::chrono::milliseconds(50))) {
-        a.timed_out = true;
-      }
-    }
+    if (stop.stop_requested()) a.failure = Failure::kCanceled;
     return a;
   }
 
   absl::Status TransportError(const Attempt& a, const Request& r, bool reused) const {
     std::string where = base::StrCat(r.method, " ", config.server, r.path);
-    if (a.error == httplib::Error::Canceled) {
+    if (a.failure == Failure::kCanceled) {
       return absl::CancelledError(base::StrCat(where, ": cancelled"));
     }
     if (a.timed_out) {
-      absl::Status s = absl::DeadlineExceededError(
-          base::StrCat(where, ": timed out (", httplib::to_string(a.error), ")"));
+      absl::Status s =
+          absl::DeadlineExceededError(base::StrCat(where, ": timed out (", a.error, ")"));
       s.SetPayload(base::ToAbsl(kClientTimeoutPayload), absl::Cord("1"));
       return s;
     }
@@ -410,9 +315,8 @@ class RestClient::Impl {
           base::StrCat(where, ": TLS verification of the server certificate failed: ",
                        X509_verify_cert_error_string(a.verify_error)));
     }
-    return absl::UnavailableError(base::StrCat(where, ": ", httplib::to_string(a.error),
-                                               reused ? " (kept-alive connection)"
-                                                      : " (new connection)"));
+    return absl::UnavailableError(base::StrCat(
+        where, ": ", a.error, reused ? " (kept-alive connection)" : " (new connection)"));
   }
 };
 
@@ -422,41 +326,69 @@ absl::StatusOr<std::shared_ptr<RestClient>> RestClient::Create(Config config) {
   if (config.max_retries < 0) config.max_retries = 0;
   if (config.max_idle_connections < 0) config.max_idle_connections = 0;
   auto impl = std::make_unique<Impl>(config, *addr);
-  TlsMaterial& tls = impl->tls;
-  if (addr->tls && !config.insecure_skip_tls_verify) {
-    tls.trust = X509_STORE_new();
-    if (tls.trust == nullptr) return absl::InternalError("X509_STORE_new failed");
-    if (!config.ca_pem.empty()) {
-      SP_ASSIGN_OR_RETURN(STACK_OF(X509) * roots, ParseCertificates(config.ca_pem, "CA"));
-      for (int i = 0; i < sk_X509_num(roots); ++i) {
-        X509_STORE_add_cert(tls.trust, sk_X509_value(roots, i));
-      }
-      sk_X509_pop_free(roots, X509_free);
-      ERR_clear_error();  // duplicates in a bundle are harmless
-    } else if (X509_STORE_set_default_paths(tls.trust) != 1) {
-      return absl::InternalError(
-          base::StrCat("cannot load the system CA certificates: ", OpenSslError()));
-    }
-  }
   if (config.client_cert_pem.empty() != config.client_key_pem.empty()) {
     return absl::InvalidArgumentError("client certificate and key must be given together");
   }
+  // Parsed even for a plain-HTTP server: a bad certificate or key is a configuration error.
+  std::unique_ptr<STACK_OF(X509), void (*)(STACK_OF(X509)*)> client_chain(
+      nullptr, [](STACK_OF(X509)* c) { sk_X509_pop_free(c, X509_free); });
+  std::unique_ptr<EVP_PKEY, void (*)(EVP_PKEY*)> client_key(nullptr, EVP_PKEY_free);
   if (!config.client_cert_pem.empty()) {
     SP_ASSIGN_OR_RETURN(STACK_OF(X509) * chain,
                         ParseCertificates(config.client_cert_pem, "client certificate"));
-    tls.client_cert = sk_X509_shift(chain);
-    tls.client_chain = chain;
+    client_chain.reset(chain);
     BIO* bio = BIO_new_mem_buf(config.client_key_pem.data(),
                                static_cast<int>(config.client_key_pem.size()));
-    tls.client_key = PEM_read_bio_PrivateKey(bio, nullptr, nullptr, nullptr);
+    client_key.reset(PEM_read_bio_PrivateKey(bio, nullptr, nullptr, nullptr));
     BIO_free(bio);
-    if (tls.client_key == nullptr) {
+    if (client_key == nullptr) {
       return absl::InvalidArgumentError(
-          base::StrCat("client key: cannot parse PEM private key: ", OpenSslError()));
+          base::StrCat("client key: cannot parse PEM private key: ", base::OpenSslErrorText()));
     }
-    if (X509_check_private_key(tls.client_cert, tls.client_key) != 1) {
+    if (X509_check_private_key(sk_X509_value(chain, 0), client_key.get()) != 1) {
       ERR_clear_error();
       return absl::InvalidArgumentError("client key does not match the client certificate");
+    }
+  }
+  if (addr->tls) {
+    SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+    if (ctx == nullptr) {
+      return absl::InternalError(base::StrCat("SSL_CTX_new: ", base::OpenSslErrorText()));
+    }
+    impl->tls.ctx = ctx;
+    // An idle connection (a watch between events, a pooled keep-alive one) gives its ~34 KB
+    // of record buffers back: an agent holds ~15 connections. A peer closing without
+    // close_notify ends the stream like one that sent it (our answers are length-framed).
+    SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+    SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    if (config.insecure_skip_tls_verify) {
+      SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
+    } else {
+      // Only the given CA when there is one (never the system bundle besides it).
+      X509_STORE* trust = SSL_CTX_get_cert_store(ctx);
+      if (!config.ca_pem.empty()) {
+        SP_ASSIGN_OR_RETURN(STACK_OF(X509) * roots, ParseCertificates(config.ca_pem, "CA"));
+        for (int i = 0; i < sk_X509_num(roots); ++i) {
+          X509_STORE_add_cert(trust, sk_X509_value(roots, i));
+        }
+        sk_X509_pop_free(roots, X509_free);
+        ERR_clear_error();  // duplicates in a bundle are harmless
+      } else if (X509_STORE_set_default_paths(trust) != 1) {
+        return absl::InternalError(
+            base::StrCat("cannot load the system CA certificates: ", base::OpenSslErrorText()));
+      }
+      SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);  // the host: per connection
+    }
+    if (client_chain != nullptr) {
+      if (SSL_CTX_use_certificate(ctx, sk_X509_value(client_chain.get(), 0)) != 1 ||
+          SSL_CTX_use_PrivateKey(ctx, client_key.get()) != 1) {
+        return absl::InvalidArgumentError(
+            base::StrCat("client certificate: ", base::OpenSslErrorText()));
+      }
+      for (int i = 1; i < sk_X509_num(client_chain.get()); ++i) {
+        SSL_CTX_add1_chain_cert(ctx, sk_X509_value(client_chain.get(), i));
+      }
     }
   }
   std::shared_ptr<RestClient> client(new RestClient(std::move(config), std::move(impl)));
@@ -495,10 +427,11 @@ absl::StatusOr<Response> RestClient::DoRaw(const Request& request) {
       }
     }
     std::string token = impl_->tokens.Get(/*force=*/false, &impl_->token_reads);
-    httplib::Request hreq = impl_->BuildRequest(request, token, config_.timeout);
+    base::HttpClientRequest hreq =
+        impl_->BuildRequest(request, token, config_.timeout, /*keep_alive=*/true);
     bool reused = false;
-    SP_ASSIGN_OR_RETURN(std::unique_ptr<httplib::ClientImpl> cli, impl_->Acquire(&reused, fresh));
-    Attempt a = impl_->Send(*cli, hreq, request.stop, config_.timeout);
+    std::unique_ptr<base::HttpConnection> cli = impl_->Acquire(&reused, fresh);
+    Attempt a = impl_->Send(*cli, hreq, request.stop);
     if (!a.ok()) {
       // The connection is in an unknown state: do not reuse it.
       cli.reset();
@@ -508,8 +441,8 @@ absl::StatusOr<Response> RestClient::DoRaw(const Request& request) {
       // The other idle connections are as old: dropped, and the resend opens a new one (else
       // after an API server restart each request would try every dead idle connection in
       // turn). Other transport failures are the caller's to retry.
-      const bool not_sent = a.error == httplib::Error::Write;
-      const bool no_answer = a.error == httplib::Error::Read && request.method == "GET";
+      const bool not_sent = a.failure == Failure::kWrite;
+      const bool no_answer = a.failure == Failure::kRead && request.method == "GET";
       if (reused && (not_sent || no_answer) && !a.timed_out && attempt < config_.max_retries) {
         impl_->DropIdle();
         fresh = true;
@@ -517,13 +450,13 @@ absl::StatusOr<Response> RestClient::DoRaw(const Request& request) {
             .KV("path", request.path);
         continue;
       }
-      if (reused && (a.error == httplib::Error::Write || a.error == httplib::Error::Read)) {
+      if (reused && (a.failure == Failure::kWrite || a.failure == Failure::kRead)) {
         impl_->DropIdle();
       }
       return impl_->TransportError(a, request, reused);
     }
     impl_->Release(std::move(cli));
-    if (a.code == 401 && impl_->tokens.from_file() && !refreshed_token) {
+    if (a.status == 401 && impl_->tokens.from_file() && !refreshed_token) {
       refreshed_token = true;
       impl_->tokens.Get(/*force=*/true, &impl_->token_reads);
       --attempt;  // a token refresh is not a retry
@@ -531,7 +464,7 @@ absl::StatusOr<Response> RestClient::DoRaw(const Request& request) {
     }
     if (std::optional<int> delay = RetryDelay(a);
         delay.has_value() && attempt < config_.max_retries) {
-      SP_VLOG(2).Msg("server asked to retry").KV("code", a.code).KV("after_s", *delay)
+      SP_VLOG(2).Msg("server asked to retry").KV("code", a.status).KV("after_s", *delay)
           .KV("path", request.path);
       if (*delay > 0 && !clock.SleepFor(absl::Seconds(*delay), request.stop)) {
         return absl::CancelledError(base::StrCat(request.method, " ", request.path, ": cancelled"));
@@ -539,7 +472,7 @@ absl::StatusOr<Response> RestClient::DoRaw(const Request& request) {
       continue;
     }
     Response out;
-    out.code = a.code;
+    out.code = a.status;
     out.body = std::move(a.body);
     out.headers = std::move(a.headers);
     return out;
@@ -591,27 +524,23 @@ absl::Status RestClient::Watch(std::string_view path, const WatchOptions& option
       if (!clock.SleepFor(wait, stop)) return absl::OkStatus();
     }
     std::string token = impl_->tokens.Get(/*force=*/false, &impl_->token_reads);
-    httplib::Request hreq = impl_->BuildRequest(request, token, absl::ZeroDuration());
-    SP_ASSIGN_OR_RETURN(std::unique_ptr<httplib::ClientImpl> cli,
-                        impl_->NewClient(read_timeout, /*keep_alive=*/false));
+    base::HttpClientRequest hreq =
+        impl_->BuildRequest(request, token, absl::ZeroDuration(), /*keep_alive=*/false);
+    std::unique_ptr<base::HttpConnection> cli = impl_->NewClient(read_timeout);
 
     int code = 0;
     std::string error_body;
     WatchStreamDecoder decoder;
     absl::Status stream_status;
     bool callback_stopped = false;
-    hreq.response_handler = [&](const httplib::Response& r) {
-      code = r.status;
-      return !stop.stop_requested();
-    };
-    hreq.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+    auto on_body = [&](std::string_view data) {
       if (stop.stop_requested()) return false;
       if (code != 200) {
-        if (error_body.size() < kMaxErrorBody) error_body.append(data, n);
+        if (error_body.size() < kMaxErrorBody) error_body.append(data);
         return true;
       }
       std::vector<WatchEvent> events;
-      absl::Status s = decoder.Feed(std::string_view(data, n), &events);
+      absl::Status s = decoder.Feed(data, &events);
       for (WatchEvent& e : events) {
         if (e.type == WatchEventType::kError) {
           stream_status = StatusFromStatusJson(e.object);
@@ -629,17 +558,19 @@ absl::Status RestClient::Watch(std::string_view path, const WatchOptions& option
       }
       return true;
     };
-    Attempt a = impl_->Send(*cli, hreq, stop, read_timeout);
+    Attempt a = impl_->Send(*cli, hreq, stop, [&code](int c) { code = c; }, on_body);
     cli.reset();
     if (stop.stop_requested()) return absl::OkStatus();
     if (!stream_status.ok()) return stream_status;
     if (callback_stopped) return absl::OkStatus();
     if (code == 0 || (code == 200 && !a.ok())) {
-      if (a.ok()) a.error = httplib::Error::Unknown;
+      if (a.ok()) {
+        a.failure = Failure::kRead;
+        a.error = "no answer";
+      }
       return impl_->TransportError(a, request, /*reused=*/false);
     }
     if (code != 200) {
-      a.code = code;
       if (code == 401 && impl_->tokens.from_file() && !refreshed_token) {
         refreshed_token = true;
         impl_->tokens.Get(/*force=*/true, &impl_->token_reads);

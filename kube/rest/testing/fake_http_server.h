@@ -19,6 +19,9 @@ class FakeHttpServer {
  public:
   FakeHttpServer() {
     server_.set_tcp_nodelay(true);
+    // kube-apiserver (Go's net/http) serves any number of requests on a kept-alive connection;
+    // httplib closes one after 5 by default.
+    server_.set_keep_alive_max_count(100000);
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] {
       base::BlockSigpipeOnThisThread();  // inherited by httplib's workers
