@@ -7,11 +7,9 @@
 // plugin turns that into CNI error 11 "try again later"); before the backend is Ready() every
 // IPAM call gets 503.
 //
-// GET /v1/coordinator/config carries its JSON body on a GET (go-swagger's client does that).
-// cpp-httplib 0.11 never reads the body of a GET (and would then parse it as the next request
-// of the keep-alive connection), so the server runs its own connection loop (server.cc,
-// BodyReadingServer): the same keep-alive handling, plus the body of a GET (Content-Length or
-// chunked, at most 64 KiB) read before routing.
+// GET /v1/coordinator/config carries its JSON body on a GET (go-swagger's client does that):
+// base::HttpServer reads the body of every request (Content-Length or chunked, at most 1 MiB:
+// beyond, 413 and the connection is closed) before routing.
 
 #include <sys/types.h>
 
@@ -19,19 +17,14 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "agent/ipamapi/ipamapi.h"
+#include "base/http_server.h"
 
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}
 
 namespace spiderpool::agent::ipam {
 
@@ -81,16 +74,15 @@ class IpamServer {
 
  private:
   IpamServer(ServerOptions options, IpamBackend* backend, CoordinatorBackend* coordinator);
-  void Install();
+  void Route(const base::HttpServerRequest& req, base::HttpServerResponse& res);
   template <typename Args, typename Call>
-  void Serve(const httplib::Request& req, httplib::Response& res, std::string_view what,
-             const absl::Status& ready, Call call);
+  void Serve(const base::HttpServerRequest& req, base::HttpServerResponse& res,
+             std::string_view what, const absl::Status& ready, Call call);
 
   ServerOptions options_;
   IpamBackend* backend_;
   CoordinatorBackend* coordinator_;  // may be null
-  std::unique_ptr<httplib::Server> http_;
-  std::thread thread_;
+  std::unique_ptr<base::HttpServer> http_;
   std::pair<dev_t, ino_t> socket_id_{};  // the socket file we bound (Stop removes only it)
   std::atomic<int> in_flight_{0};
   std::atomic<bool> stopped_{false};

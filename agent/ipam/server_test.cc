@@ -262,11 +262,11 @@ TEST_F(ServerTest, CoordinatorConfigBadBodyIs400) {
               std::string::npos)
         << res->body;
   }
-  // A body larger than the server reads: 400, and the connection is closed after the answer.
+  // A body larger than the server reads: 413, and the connection is closed after the answer.
   const int fd = Connect();
   auto [status, body] = RoundTrip(
       fd, "GET /v1/coordinator/config HTTP/1.1\r\nHost: localhost\r\nContent-Length: 99999999\r\n\r\n");
-  EXPECT_EQ(status, 400);
+  EXPECT_EQ(status, 413);
   EXPECT_NE(body.find("larger than"), std::string::npos) << body;
   char byte;
   EXPECT_LE(::read(fd, &byte, 1), 0);  // closed

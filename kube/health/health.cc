@@ -1,6 +1,5 @@
 #include "kube/health/health.h"
 
-#include <httplib.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -12,9 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "base/http_listen.h"
+#include "base/http_server.h"
 #include "base/log.h"
-#include "base/sigpipe.h"
 #include "base/status.h"
 #include "base/strings.h"
 
@@ -42,20 +40,11 @@ absl::Status ValidateCheckName(const std::string& name) {
   return absl::OkStatus();
 }
 
-// httplib routes are regular expressions: match a configured path literally.
-std::string RegexEscape(const std::string& path) {
-  std::string out;
-  for (char c : path) {
-    if (std::string_view(".^$|()[]{}*+?\\").find(c) != std::string_view::npos) out.push_back('\\');
-    out.push_back(c);
-  }
-  return out;
-}
-
-void SetText(httplib::Response& res, int status, const std::string& body) {
+void SetText(base::HttpServerResponse& res, int status, const std::string& body) {
   res.status = status;
-  res.set_header("X-Content-Type-Options", "nosniff");
-  res.set_content(body, kTextPlain);
+  res.headers.emplace_back("X-Content-Type-Options", "nosniff");
+  res.content_type = kTextPlain;
+  res.body = body;
 }
 
 }  // namespace
@@ -84,15 +73,13 @@ struct Server::Impl {
   }
 
   // GET <path>: every check of `probe`, as kube-apiserver's healthz handler renders them.
-  void ServeAggregate(Probe probe, const std::string& endpoint, const httplib::Request& req,
-                      httplib::Response& res) {
+  void ServeAggregate(Probe probe, const std::string& endpoint,
+                      const base::HttpServerRequest& req, base::HttpServerResponse& res) {
     std::map<std::string, Check> checks = Snapshot(probe);
     if (checks.empty()) checks.emplace("ping", Ping);
     std::set<std::string> excluded;
-    for (size_t i = 0, n = req.get_param_value_count("exclude"); i < n; ++i) {
-      excluded.insert(req.get_param_value("exclude", i));
-    }
-    bool verbose = req.has_param("verbose");
+    for (std::string& name : req.Params("exclude")) excluded.insert(std::move(name));
+    bool verbose = req.HasParam("verbose");
     bool failed = false;
     std::string body;
     for (const auto& [name, check] : checks) {
@@ -132,7 +119,7 @@ struct Server::Impl {
   }
 
   // GET <path>/<name>: one check, with its message on failure.
-  void ServeOne(Probe probe, const std::string& name, httplib::Response& res) {
+  void ServeOne(Probe probe, const std::string& name, base::HttpServerResponse& res) {
     std::map<std::string, Check> checks = Snapshot(probe);
     if (checks.empty()) checks.emplace("ping", Ping);
     auto it = checks.find(name);
@@ -148,26 +135,46 @@ struct Server::Impl {
     }
   }
 
-  void Route(const std::string& literal_path, Probe probe, const std::string& endpoint) {
-    std::string path = RegexEscape(literal_path);
-    server.Get(path, [this, probe, endpoint](const httplib::Request& req, httplib::Response& res) {
-      ServeAggregate(probe, endpoint, req, res);
-    });
-    server.Get(path + "/([^/]+)",
-               [this, probe](const httplib::Request& req, httplib::Response& res) {
-                 ServeOne(probe, req.matches[1].str(), res);
-               });
+  // GET <path> and GET <path>/<check> of every probe path (the fixed ones and the aliases),
+  // and /metrics.
+  void Route(const base::HttpServerRequest& req, base::HttpServerResponse& res) {
+    if (req.method != "GET") {
+      res.status = 404;
+      return;
+    }
+    if (options.serve_metrics && req.path == "/metrics") {
+      res.status = 200;
+      res.content_type = std::string(metrics::kTextContentType);
+      res.body = registry->Expose();
+      return;
+    }
+    for (const auto& [path, probe, endpoint] : routes) {
+      if (req.path == path) {
+        ServeAggregate(probe, endpoint, req, res);
+        return;
+      }
+      if (req.path.size() > path.size() + 1 && req.path.compare(0, path.size(), path) == 0 &&
+          req.path[path.size()] == '/' &&
+          req.path.find('/', path.size() + 1) == std::string::npos) {
+        ServeOne(probe, req.path.substr(path.size() + 1), res);
+        return;
+      }
+    }
+    res.status = 404;
   }
 
   const ServerOptions options;
   metrics::Registry* const registry;
-  httplib::Server server;
   std::vector<std::pair<std::string, Probe>> aliases;  // set before Start only
+  struct RouteEntry {
+    std::string path;
+    Probe probe;
+    std::string endpoint;
+  };
+  std::vector<RouteEntry> routes;  // set by Start
+  std::unique_ptr<base::HttpServer> server;
   std::atomic<int> port{0};
-  std::atomic<bool> listen_returned{false};
   bool started = false;  // Start/Stop are called by the owner, not concurrently
-  bool stopped = false;
-  std::jthread thread;
 
   std::mutex mu;
   std::map<std::string, Check> liveness;   // guarded by mu
@@ -200,63 +207,37 @@ absl::Status Server::Start() {
   if (s.started) return absl::FailedPreconditionError("health server already started");
   s.started = true;
 
-  s.Route("/healthz", Probe::kLiveness, "healthz");
-  s.Route("/livez", Probe::kLiveness, "livez");
-  s.Route("/readyz", Probe::kReadiness, "readyz");
+  s.routes.push_back({"/healthz", Probe::kLiveness, "healthz"});
+  s.routes.push_back({"/livez", Probe::kLiveness, "livez"});
+  s.routes.push_back({"/readyz", Probe::kReadiness, "readyz"});
   for (const auto& [path, probe] : s.aliases) {
-    s.Route(path, probe, probe == Probe::kLiveness ? "healthz" : "readyz");
+    s.routes.push_back({path, probe, probe == Probe::kLiveness ? "healthz" : "readyz"});
   }
-  if (s.options.serve_metrics) {
-    s.server.Get("/metrics", [&s](const httplib::Request&, httplib::Response& res) {
-      res.status = 200;
-      res.set_content(s.registry->Expose(), std::string(metrics::kTextContentType));
-    });
+  base::HttpServerOptions http_options;
+  http_options.threads = std::max(1, s.options.threads);
+  http_options.reuse_port = s.options.share_port;
+  absl::StatusOr<std::unique_ptr<base::HttpServer>> server = base::HttpServer::ListenTcp(
+      s.options.address, s.options.port, http_options,
+      [&s](const base::HttpServerRequest& req, base::HttpServerResponse& res) {
+        s.Route(req, res);
+      });
+  if (!server.ok()) {
+    return absl::UnavailableError(base::ToAbsl(
+        base::StrCat("health server: cannot bind ", s.options.address, ":", s.options.port, ": ",
+                     server.status().message())));
   }
-  // httplib's default sets SO_REUSEPORT, which lets a second process bind the same port
-  // and silently share the probes; SO_REUSEADDR alone only permits quick restarts.
-  base::ListenBacklog backlog(s.server, [share = s.options.share_port](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-    if (share) setsockopt(sock, SOL_SOCKET, SO_REUSEPORT, &yes, sizeof(yes));
-  });
-  int threads = std::max(1, s.options.threads);
-  s.server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-
-  int port = s.options.port;
-  if (port == 0) {
-    port = s.server.bind_to_any_port(s.options.address);
-  } else if (!s.server.bind_to_port(s.options.address, port)) {
-    port = -1;
-  }
-  if (port <= 0) {
-    s.stopped = true;
-    return absl::UnavailableError(base::ToAbsl(base::StrCat(
-        "health server: cannot bind ", s.options.address, ":", s.options.port)));
-  }
-  if (absl::Status raised = backlog.Raise(); !raised.ok()) {
-    s.stopped = true;
-    return raised;
-  }
-  s.port = port;
-  s.thread = std::jthread([&s] {
-    base::BlockSigpipeOnThisThread();  // inherited by httplib's worker threads
-    s.server.listen_after_bind();
-    s.listen_returned = true;
-  });
-  // httplib's stop() is a no-op until the accept loop runs: wait for it so that a Stop()
-  // right after Start() cannot be lost. The socket is already bound and listening, so
-  // clients can connect meanwhile.
-  while (!s.server.is_running() && !s.listen_returned) std::this_thread::yield();
-  SP_LOG(Info).Msg("health server listening").KV("address", s.options.address).KV("port", port);
+  s.server = *std::move(server);
+  s.port = s.server->port();
+  SP_LOG(Info).Msg("health server listening").KV("address", s.options.address).KV("port",
+                                                                                   s.port.load());
   return absl::OkStatus();
 }
 
 void Server::Stop() {
   Impl& s = *impl_;
-  if (!s.started || s.stopped) return;
-  s.stopped = true;
-  s.server.stop();
-  if (s.thread.joinable()) s.thread.join();
+  if (s.server == nullptr) return;
+  s.server->Stop();
+  s.server.reset();
   s.port = 0;
 }
 
