@@ -100,14 +100,20 @@ class AgentBinaryTest : public ::testing::Test {
   std::unique_ptr<base::Process> agent_;
 };
 
-TEST_F(AgentBinaryTest, IpamOnlyAgentMapsNoDraStackNorSharedAbseil) {
+TEST_F(AgentBinaryTest, IpamOnlyAgentMapsNoDraStackNorSharedLibraries) {
   Start(Runfile("agent/spiderpool-agent"), {}, "socket=");
   EXPECT_EQ(Exe(), "spiderpool-agent");
   const std::string maps = Maps();
-  for (const char* lib : {"libgrpc", "libprotobuf", "libnl-", "libabsl_", "libyaml-cpp"}) {
+  for (const char* lib : {"libgrpc", "libprotobuf", "libnl-", "libabsl_", "libyaml-cpp",
+                          "libcpp-httplib"}) {
     EXPECT_EQ(maps.find(lib), std::string::npos) << lib << " is mapped:\n" << maps;
   }
+#ifdef SPIDERPOOL_SHARED_AGENT
   EXPECT_NE(maps.find("libssl"), std::string::npos) << maps;  // the API client's TLS
+#else
+  // The product build is static: not even libc or the dynamic loader.
+  EXPECT_EQ(maps.find(".so"), std::string::npos) << maps;
+#endif
 }
 
 TEST_F(AgentBinaryTest, DraEnabledBecomesTheDraBinary) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What can be checked of the images without a container engine (README command (2)):
-#   1. runtime-packages.sh resolves every library of spiderpool-agent and spiderpool-controller
-#      to a Debian package (the list the Dockerfile installs into bookworm-slim);
+#   1. runtime-packages.sh resolves every library of spiderpool-agent-dra and
+#      spiderpool-controller to a Debian package (the list the Dockerfile installs into
+#      bookworm-slim); the IPAM-only spiderpool-agent is static and needs none;
 #   2. bundle-cni.sh + install-cni.sh, as the agent image and its init container run them,
 #      install our plugins (spiderpool, coordinator, ifacer) and macvlan into a scratch "host" CNI directory, twice
 #      (the upgrade path), and the installed launchers answer CNI VERSION from there with an
@@ -20,7 +21,14 @@ for t in "${targets[@]}"; do
   grep -q -- "${t}" images/Dockerfile || { echo "images: the Dockerfile does not build $t"; exit 1; }
 done
 
-for b in agent/spiderpool-agent agent/spiderpool-agent-dra operator/spiderpool-controller; do
+if ldd "$bin/agent/spiderpool-agent" >/dev/null 2>&1; then
+  echo "images: agent/spiderpool-agent is not statically linked"
+  exit 1
+fi
+[[ -z $(images/runtime-packages.sh "$bin/agent/spiderpool-agent") ]] ||
+  { echo "images: runtime-packages.sh lists packages for the static agent"; exit 1; }
+echo "images: agent/spiderpool-agent is static (no packages)"
+for b in agent/spiderpool-agent-dra operator/spiderpool-controller; do
   pkgs=$(images/runtime-packages.sh "$bin/$b")
   echo "images: $b needs: $(echo "$pkgs" | xargs)"
   grep -q '^libc6' <<<"$pkgs" || { echo "images: $b: libc6 missing from its package list"; exit 1; }

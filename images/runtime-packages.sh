@@ -2,7 +2,8 @@
 # Prints the Debian packages that provide the shared libraries the given ELF binaries load
 # (as ldd resolves them on this system), one per line, sorted. The image build installs exactly
 # these into debian:bookworm-slim, so the runtime list can never drift from what was linked.
-# Fails when a library is missing or belongs to no package.
+# A statically linked binary (the IPAM-only spiderpool-agent) needs none. Fails when a library
+# is missing or belongs to no package.
 #   images/runtime-packages.sh BINARY...
 set -euo pipefail
 
@@ -13,7 +14,14 @@ fi
 
 libs=$(
   for bin in "$@"; do
-    out=$(ldd "$bin") || { echo "runtime-packages: ldd $bin failed" >&2; exit 1; }
+    if out=$(ldd "$bin" 2>&1); then
+      :
+    elif grep -q 'not a dynamic executable' <<<"$out"; then
+      continue  # static: loads no shared library
+    else
+      echo "runtime-packages: ldd $bin failed: $out" >&2
+      exit 1
+    fi
     if grep -q 'not found' <<<"$out"; then
       echo "runtime-packages: $bin: missing libraries:" >&2
       grep 'not found' <<<"$out" >&2
