@@ -1,5 +1,7 @@
 // base/http_server.h and base/http_client.h against each other, and against raw sockets where
 // the peer must misbehave. TLS, retries and tokens are kube/rest's tests (rest_client_test).
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -219,6 +221,45 @@ TEST(HttpTest, TheBodyStreamsToOnBodyAndOnStatusCanStop) {
   EXPECT_EQ(r.failure, Failure::kCanceled);
   EXPECT_EQ(r.status, 410);
   EXPECT_EQ(conn.fd(), -1) << "a connection whose answer was not read to the end is closed";
+}
+
+// A watch: each piece of a chunked body reaches on_body when it arrives, not when the body
+// ends (the server here never ends it).
+TEST(HttpTest, PiecesOfAStreamArriveBeforeItsEnd) {
+  const int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(lfd, 1), 0);
+  socklen_t len = sizeof(addr);
+  ::getsockname(lfd, reinterpret_cast<sockaddr*>(&addr), &len);
+  std::atomic<bool> done{false};
+  std::thread raw([&] {
+    const int fd = ::accept(lfd, nullptr, nullptr);
+    char buf[4096];
+    [[maybe_unused]] ssize_t n = ::read(fd, buf, sizeof(buf));
+    const std::string head =
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nfirst\r\n";
+    n = ::write(fd, head.data(), head.size());
+    while (!done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ::close(fd);
+  });
+  HttpConnection conn = Connect(ntohs(addr.sin_port), absl::Seconds(30));
+  std::string got;
+  const auto start = std::chrono::steady_clock::now();
+  HttpClientResult r = conn.RoundTrip({.method = "GET", .target = "/w"}, nullptr,
+                                      [&](std::string_view piece) {
+                                        got.append(piece);
+                                        return false;  // stop after the first piece
+                                      });
+  const auto took = std::chrono::steady_clock::now() - start;
+  done = true;
+  raw.join();
+  ::close(lfd);
+  EXPECT_EQ(got, "first");
+  EXPECT_LT(took, std::chrono::seconds(5)) << "the piece waited for the read timeout";
+  EXPECT_EQ(r.failure, Failure::kCanceled);
 }
 
 TEST(HttpTest, StopAnswersRequestsInFlightAndClosesIdleConnections) {
