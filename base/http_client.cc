@@ -210,7 +210,9 @@ HttpClientResult HttpConnection::RoundTrip(const HttpClientRequest& request,
       return failed;
     }
   }
-  if (!request.keep_alive || !parser.keep_alive() || buffer_.size() != 0) Close();
+  if (!request.keep_alive || !parser.keep_alive() || buffer_.size() != 0 || stream->Pending()) {
+    Close();  // not reusable: closed by the server, or bytes nobody asked for
+  }
   return out;
 }
 

@@ -75,15 +75,29 @@ absl::Status Errno(std::string_view what) {
   return absl::UnavailableError(StrCat(what, ": ", std::strerror(errno)));
 }
 
-// Writes a short answer on a connection about to close (a request we refuse unread).
-void RefuseAndClose(SocketStream& stream, http::status status, std::string_view text) {
-  http::response<http::string_body> res{status, 11};
-  res.set(http::field::content_type, "text/plain; charset=utf-8");
-  res.keep_alive(false);
-  res.body() = std::string(text);
+http::response<http::string_body> ToBeast(HttpServerResponse out, bool keep_alive) {
+  http::response<http::string_body> res;
+  res.version(11);
+  res.result(static_cast<unsigned>(out.status));
+  if (!out.content_type.empty()) res.set(http::field::content_type, out.content_type);
+  for (const auto& [k, v] : out.headers) res.insert(k, v);
+  res.body() = std::move(out.body);
   res.prepare_payload();
+  res.keep_alive(keep_alive);
+  return res;
+}
+
+// Writes an answer on a connection about to close (a request we refuse unread).
+void RefuseAndClose(SocketStream& stream, HttpServerResponse out) {
+  http::response<http::string_body> res = ToBeast(std::move(out), /*keep_alive=*/false);
   boost::beast::error_code ec;
   http::write(stream, res, ec);
+}
+
+void RefuseAndClose(SocketStream& stream, http::status status, std::string_view text) {
+  RefuseAndClose(stream, HttpServerResponse{.status = static_cast<int>(status),
+                                            .content_type = "text/plain; charset=utf-8",
+                                            .body = std::string(text)});
 }
 
 }  // namespace
@@ -307,12 +321,30 @@ bool HttpServer::WaitForRequest(int fd) const {
 }
 
 void HttpServer::Serve(int fd) {
-  SocketStream stream(fd);
+  SSL* ssl = nullptr;
+  if (options_.tls != nullptr) {
+    ssl = SSL_new(options_.tls);
+    if (ssl == nullptr) {
+      SP_LOG(Error).Msg("HTTPS server: SSL_new failed").KV("error", OpenSslErrorText());
+      ::close(fd);
+      return;
+    }
+    SSL_set_fd(ssl, fd);
+    SSL_set_accept_state(ssl);
+  }
+  SocketStream stream(fd, ssl);
   stream.set_read_timeout(options_.read_timeout);
   stream.set_write_timeout(options_.write_timeout);
+  if (ssl != nullptr) {
+    long unused = 0;
+    if (absl::Status s = stream.Handshake(options_.read_timeout, &unused); !s.ok()) {
+      SP_VLOG(1).Msg("HTTPS server: TLS handshake failed").KV("error", std::string(s.message()));
+      return;
+    }
+  }
   boost::beast::flat_buffer buffer;
   for (int count = 1; count <= std::max(1, options_.keep_alive_max); ++count) {
-    if (buffer.size() == 0 && !WaitForRequest(fd)) break;
+    if (buffer.size() == 0 && !stream.Pending() && !WaitForRequest(fd)) break;
     http::request_parser<http::string_body> parser;
     parser.header_limit(kMaxHeader);
     parser.body_limit(options_.max_body);
@@ -324,8 +356,14 @@ void HttpServer::Serve(int fd) {
     }
     if (!ec && !parser.is_done()) http::read(stream, buffer, parser, ec);
     if (ec == http::error::body_limit) {
-      RefuseAndClose(stream, http::status::payload_too_large,
-                     StrCat("request body larger than ", options_.max_body, " bytes\n"));
+      if (options_.too_large) {
+        HttpServerResponse out;
+        options_.too_large(out);
+        RefuseAndClose(stream, std::move(out));
+      } else {
+        RefuseAndClose(stream, http::status::payload_too_large,
+                       StrCat("request body larger than ", options_.max_body, " bytes\n"));
+      }
       break;
     }
     if (ec && ec.category() == boost::beast::error_code(http::error::end_of_stream).category() &&
@@ -362,17 +400,11 @@ void HttpServer::Serve(int fd) {
     handler_(req, out);
 
     const bool keep = msg.keep_alive() && count < options_.keep_alive_max && !stopping_.load();
-    http::response<http::string_body> res;
-    res.version(11);
-    res.result(static_cast<unsigned>(out.status));
-    if (!out.content_type.empty()) res.set(http::field::content_type, out.content_type);
-    for (const auto& [k, v] : out.headers) res.insert(k, v);
-    res.body() = std::move(out.body);
-    res.prepare_payload();
-    res.keep_alive(keep);
+    http::response<http::string_body> res = ToBeast(std::move(out), keep);
     http::write(stream, res, ec);
     if (ec || !keep) break;
   }
+  if (ssl != nullptr) SSL_shutdown(ssl);  // close_notify, best effort (non-blocking)
   ::shutdown(fd, SHUT_RDWR);
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// A small HTTP/1.1 server on a TCP port or a unix socket (Boost.Beast parser and serializer on
-// base::SocketStream): the agent's IPAM socket and every binary's health/metrics port.
+// A small HTTP/1.1 server on a TCP port or a unix socket, plain or TLS (Boost.Beast parser and
+// serializer on base::SocketStream): the agent's IPAM socket, every binary's health/metrics
+// port and the controller's admission webhooks (kube/webhook).
 //
 // One thread accepts; `threads` workers each serve one connection at a time, request after
 // request while the client keeps it alive (at most keep_alive_max requests, the next one
@@ -11,6 +12,8 @@
 //
 // Stop(): no new connections; idle keep-alive connections are closed; the requests being
 // served are answered (with `Connection: close`); then the threads are joined.
+#include <openssl/ssl.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -62,6 +65,11 @@ struct HttpServerOptions {
   // TCP only: SO_REUSEPORT (another process may bind the same port; the kernel spreads
   // connections over both). Without it a second binder fails (SO_REUSEADDR only).
   bool reuse_port = false;
+  // HTTPS: each connection's TLS handshake (within read_timeout) with this context (not
+  // owned; it must outlive the server). Null: plain HTTP.
+  SSL_CTX* tls = nullptr;
+  // The answer to a body over max_body (default: 413, text/plain); the connection closes.
+  std::function<void(HttpServerResponse&)> too_large;
 };
 
 // Splits "a=1&b=%20x+y" into decoded pairs ('+' is a space, as Go's url.ParseQuery);

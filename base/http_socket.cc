@@ -214,19 +214,20 @@ size_t SocketStream::WriteSome(const Pieces& pieces, boost::beast::error_code& e
 absl::Status SocketStream::Handshake(absl::Duration timeout, long* verify_error) {
   *verify_error = X509_V_OK;
   if (ssl_ == nullptr) return absl::FailedPreconditionError("TLS handshake on a plain socket");
+  const bool client = SSL_is_server(ssl_) == 0;
   const absl::Time deadline = DeadlineAfter(timeout);
   while (true) {
     ERR_clear_error();
     int r;
     {
       ScopedSigpipeBlock no_sigpipe;
-      r = SSL_connect(ssl_);
+      r = SSL_do_handshake(ssl_);
     }
     if (r == 1) return absl::OkStatus();
     const int err = SSL_get_error(ssl_, r);
     if (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE) {
       if (cancelled_.load()) return absl::CancelledError("TLS handshake cancelled");
-      const long v = SSL_get_verify_result(ssl_);
+      const long v = client ? SSL_get_verify_result(ssl_) : X509_V_OK;
       if (v != X509_V_OK) {
         *verify_error = v;
         ERR_clear_error();

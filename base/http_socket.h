@@ -42,9 +42,12 @@ class SocketStream {
   void Cancel();
   bool cancelled() const { return cancelled_.load(); }
 
-  // TLS client handshake (SNI, verification: as `ssl` was set up), at most `timeout`. On a
-  // failed certificate verification *verify_error is OpenSSL's X509_V_ERR_*.
+  // The TLS handshake, as client or server (as `ssl` was set up: SSL_set_connect_state or
+  // SSL_set_accept_state, SNI, verification), at most `timeout`. On a failed certificate
+  // verification *verify_error is OpenSSL's X509_V_ERR_*.
   absl::Status Handshake(absl::Duration timeout, long* verify_error);
+  // Decrypted bytes TLS holds that no read has taken yet (poll() on the socket cannot see them).
+  bool Pending() const { return ssl_ != nullptr && SSL_pending(ssl_) > 0; }
 
   // Beast's SyncReadStream and SyncWriteStream (the error_code forms are the ones used).
   template <class MutableBuffers>

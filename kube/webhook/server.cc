@@ -12,12 +12,11 @@
 #include <utility>
 
 #include "api/codec.h"
-#include "base/http_listen.h"
+#include "base/http_server.h"
+#include "base/http_socket.h"
 #include "base/log.h"
-#include "base/sigpipe.h"
 #include "base/status.h"
 #include "base/strings.h"
-#include "httplib.h"
 #include "kube/metrics/metrics.h"
 #include "kube/webhook/json_patch.h"
 
@@ -46,15 +45,6 @@ struct AdmissionServer::TlsMaterial {
 };
 
 namespace {
-
-std::string OpenSslError() {
-  unsigned long e = ERR_get_error();  // NOLINT(runtime/int): OpenSSL's type
-  ERR_clear_error();
-  if (e == 0) return "unknown OpenSSL error";
-  char buf[256];
-  ERR_error_string_n(e, buf, sizeof(buf));
-  return buf;
-}
 
 absl::StatusOr<std::shared_ptr<const AdmissionServer::TlsMaterial>> ParseMaterial(
     const base::CertAndKey& ck) {
@@ -180,8 +170,12 @@ Decision Decision::Deny(int32_t code, std::string_view message) {
 // ---- the listener ---------------------------------------------------------------------------
 
 struct AdmissionServer::Listener {
-  std::unique_ptr<httplib::SSLServer> server;
-  std::thread thread;
+  SSL_CTX* ctx = nullptr;
+  std::unique_ptr<base::HttpServer> server;  // before ctx goes
+  ~Listener() {
+    server.reset();
+    if (ctx != nullptr) SSL_CTX_free(ctx);
+  }
 };
 
 namespace {
@@ -193,7 +187,7 @@ int SelectCertificate(SSL* ssl, void* arg) {
   std::shared_ptr<const AdmissionServer::TlsMaterial> m = server->CurrentMaterial();
   if (m == nullptr) return 0;
   if (SSL_use_cert_and_key(ssl, m->cert, m->key, m->chain, /*override=*/1) != 1) {
-    SP_LOG(Error).Msg("cannot use the serving certificate").KV("err", OpenSslError());
+    SP_LOG(Error).Msg("cannot use the serving certificate").KV("err", base::OpenSslErrorText());
     return 0;
   }
   return 1;
@@ -314,73 +308,60 @@ absl::Status AdmissionServer::Start() {
   }
 
   auto listener = std::make_unique<Listener>();
-  listener->server = std::make_unique<httplib::SSLServer>([this](SSL_CTX& ctx) -> bool {
-    if (SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION) != 1) return false;
-    SSL_CTX_set_options(&ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
-                                  SSL_OP_CIPHER_SERVER_PREFERENCE);
-    if (SSL_CTX_set_cipher_list(&ctx, kTls12Ciphers) != 1) return false;
-    SSL_CTX_set_cert_cb(&ctx, &SelectCertificate, this);
-    // No TLS 1.3 session tickets: kube-apiserver's webhook client does not resume sessions,
-    // so the two ticket messages after every handshake would be wasted work.
-    SSL_CTX_set_num_tickets(&ctx, 0);
-    return true;
-  });
-  httplib::SSLServer& srv = *listener->server;
-  if (!srv.is_valid()) return absl::InternalError("cannot set up the TLS context");
-  srv.set_tcp_nodelay(true);
-  const int threads = std::max(options_.worker_threads, 2);
-  srv.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  srv.set_keep_alive_timeout(
-      std::max<time_t>(1, absl::ToInt64Seconds(options_.keep_alive_timeout)));
-  srv.set_keep_alive_max_count(100000);
-  srv.set_read_timeout(std::max<time_t>(1, absl::ToInt64Seconds(options_.read_timeout)));
-  srv.set_payload_max_length(options_.max_request_bytes);
-  auto bridge = [this](const httplib::Request& req, httplib::Response& res) {
-    HttpRequest in;
-    in.method = req.method;
-    in.path = req.path;
-    in.content_type = req.get_header_value("Content-Type");
-    in.body = req.body;
-    HttpReply out = Handle(in);
-    res.status = out.status;
-    res.set_content(out.body, out.content_type.c_str());
-  };
-  srv.Get(".*", bridge);
-  srv.Post(".*", bridge);
-  srv.Put(".*", bridge);
-  srv.Patch(".*", bridge);
-  srv.Delete(".*", bridge);
-  srv.set_exception_handler(
-      [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-        HttpReply r = ErrorReply(500, "internal error while handling the request");
-        res.status = r.status;
-        res.set_content(r.body, r.content_type.c_str());
-      });
+  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+  if (ctx == nullptr) return absl::InternalError("cannot set up the TLS context");
+  listener->ctx = ctx;
+  if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
+    return absl::InternalError("cannot set up the TLS context");
+  }
+  SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
+                               SSL_OP_CIPHER_SERVER_PREFERENCE);
+  if (SSL_CTX_set_cipher_list(ctx, kTls12Ciphers) != 1) {
+    return absl::InternalError("cannot set up the TLS context (ciphers)");
+  }
+  SSL_CTX_set_cert_cb(ctx, &SelectCertificate, this);
+  // No TLS 1.3 session tickets: kube-apiserver's webhook client does not resume sessions,
+  // so the two ticket messages after every handshake would be wasted work.
+  SSL_CTX_set_num_tickets(ctx, 0);
+  // An idle kept-alive connection (kube-apiserver keeps them) gives its buffers back.
+  SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
 
-  int port = 0;
-  base::ListenBacklog backlog(srv);  // a burst of admission calls is queued, not dropped
-  if (options_.port == 0) {
-    port = srv.bind_to_any_port(options_.host);
-  } else {
-    port = srv.bind_to_port(options_.host, options_.port) ? options_.port : -1;
+  base::HttpServerOptions http_options;
+  http_options.tls = ctx;
+  http_options.threads = std::max(options_.worker_threads, 2);
+  http_options.keep_alive_timeout = std::max(options_.keep_alive_timeout, absl::Seconds(1));
+  http_options.keep_alive_max = 100000;
+  http_options.read_timeout = std::max(options_.read_timeout, absl::Seconds(1));
+  http_options.write_timeout = http_options.read_timeout;
+  http_options.max_body = options_.max_request_bytes;
+  http_options.too_large = [this](base::HttpServerResponse& res) {
+    stats_.bad_requests.fetch_add(1);
+    HttpReply r = ErrorReply(413, StrCat("request entity is too large; limit is ",
+                                         options_.max_request_bytes, " bytes"));
+    res.status = r.status;
+    res.content_type = r.content_type;
+    res.body = std::move(r.body);
+  };
+  // A burst of admission calls is queued in the SOMAXCONN backlog, not dropped.
+  absl::StatusOr<std::unique_ptr<base::HttpServer>> server = base::HttpServer::ListenTcp(
+      options_.host, options_.port, http_options,
+      [this](const base::HttpServerRequest& req, base::HttpServerResponse& res) {
+        HttpRequest in;
+        in.method = req.method;
+        in.path = req.path;
+        in.content_type = req.Header("Content-Type");
+        in.body = req.body;
+        HttpReply out = Handle(in);
+        res.status = out.status;
+        res.content_type = std::move(out.content_type);
+        res.body = std::move(out.body);
+      });
+  if (!server.ok()) {
+    return absl::UnavailableError(StrCat("cannot bind ", options_.host, ":", options_.port, ": ",
+                                         server.status().message()));
   }
-  if (port <= 0) {
-    return absl::UnavailableError(StrCat("cannot bind ", options_.host, ":", options_.port));
-  }
-  SP_RETURN_IF_ERROR(backlog.Raise());
-  listener->thread = std::thread([s = &srv] {
-    base::BlockSigpipeOnThisThread();  // inherited by httplib's worker threads
-    s->listen_after_bind();
-  });
-  // stop() is a no-op until the listener runs: wait for it so Stop() can never hang.
-  for (int i = 0; i < 10000 && !srv.is_running(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  if (!srv.is_running()) {
-    srv.stop();
-    listener->thread.join();
-    return absl::InternalError("the HTTPS listener did not start");
-  }
+  listener->server = *std::move(server);
+  const int port = listener->server->port();
   port_.store(port);
   listener_ = std::move(listener);
   if (has_source && options_.cert_reload_interval > absl::ZeroDuration()) {
@@ -402,8 +383,7 @@ void AdmissionServer::Stop() {
     reload_thread_.join();
   }
   if (listener == nullptr) return;
-  listener->server->stop();
-  if (listener->thread.joinable()) listener->thread.join();
+  listener->server->Stop();
 }
 
 bool AdmissionServer::running() const {

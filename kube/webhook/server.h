@@ -30,7 +30,8 @@
 // ReloadCertificate()); SetCertificate() installs one directly. A changed certificate is used
 // from the next TLS handshake on, without restarting the listener: every handshake picks the
 // current certificate in OpenSSL's certificate callback (SSL_CTX_set_cert_cb +
-// SSL_use_cert_and_key), so cpp-httplib's SSL_CTX never has to be replaced. Connections
+// SSL_use_cert_and_key), so the server's SSL_CTX never has to be replaced (base::HttpServer
+// serves the HTTPS). Connections
 // already open keep the certificate they were established with.
 //
 // Thread-safety: every method may be called from any thread; handlers run concurrently on the
