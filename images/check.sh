@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # What can be checked of the images without a container engine (README command (2)):
-#   1. runtime-packages.sh resolves every library of spiderpool-agent-dra and
-#      spiderpool-controller to a Debian package (the list the Dockerfile installs into
-#      bookworm-slim); the IPAM-only spiderpool-agent is static and needs none;
+#   1. runtime-packages.sh resolves every library of spiderpool-agent-dra to a Debian package
+#      (the list the Dockerfile installs into bookworm-slim); spiderpool-agent (IPAM only) and
+#      spiderpool-controller are static and need none;
 #   2. bundle-cni.sh + install-cni.sh, as the agent image and its init container run them,
 #      install our plugins (spiderpool, coordinator, ifacer) and macvlan into a scratch "host" CNI directory, twice
 #      (the upgrade path), and the installed launchers answer CNI VERSION from there with an
@@ -21,18 +21,19 @@ for t in "${targets[@]}"; do
   grep -q -- "${t}" images/Dockerfile || { echo "images: the Dockerfile does not build $t"; exit 1; }
 done
 
-if ldd "$bin/agent/spiderpool-agent" >/dev/null 2>&1; then
-  echo "images: agent/spiderpool-agent is not statically linked"
-  exit 1
-fi
-[[ -z $(images/runtime-packages.sh "$bin/agent/spiderpool-agent") ]] ||
-  { echo "images: runtime-packages.sh lists packages for the static agent"; exit 1; }
-echo "images: agent/spiderpool-agent is static (no packages)"
-for b in agent/spiderpool-agent-dra operator/spiderpool-controller; do
-  pkgs=$(images/runtime-packages.sh "$bin/$b")
-  echo "images: $b needs: $(echo "$pkgs" | xargs)"
-  grep -q '^libc6' <<<"$pkgs" || { echo "images: $b: libc6 missing from its package list"; exit 1; }
+for b in agent/spiderpool-agent operator/spiderpool-controller; do
+  if ldd "$bin/$b" >/dev/null 2>&1; then
+    echo "images: $b is not statically linked"
+    exit 1
+  fi
+  [[ -z $(images/runtime-packages.sh "$bin/$b") ]] ||
+    { echo "images: runtime-packages.sh lists packages for the static $b"; exit 1; }
+  echo "images: $b is static (no packages)"
 done
+b=agent/spiderpool-agent-dra
+pkgs=$(images/runtime-packages.sh "$bin/$b")
+echo "images: $b needs: $(echo "$pkgs" | xargs)"
+grep -q '^libc6' <<<"$pkgs" || { echo "images: $b: libc6 missing from its package list"; exit 1; }
 
 work=$(mktemp -d /tmp/sp-images-XXXXXX)
 trap 'rm -rf "$work"' EXIT

@@ -70,6 +70,6 @@ PLUGIN_LINKOPTS = (
     ["-l:lib%s.a" % lib for lib in ABSL_STATIC] +
     ["-l:libstdc++.a", "-Wl,--end-group"]
 ) + select({
-    "//agent/cni:sanitizers": [],
+    "//bazel:sanitizers": [],
     "//conditions:default": ["-static"],
 })
