@@ -75,6 +75,16 @@ void SocketStream::Cancel() {
   ::shutdown(fd_, SHUT_RDWR);  // wakes a poll() on fd_ in another thread
 }
 
+boost::beast::error_code SocketStream::TlsFailure(int err) const {
+  if (cancelled_.load()) return aerr::operation_aborted;
+  if (err == SSL_ERROR_ZERO_RETURN) return aerr::eof;
+  if (err == SSL_ERROR_SYSCALL && errno != 0) {
+    return boost::beast::error_code(errno, boost::system::system_category());
+  }
+  ERR_clear_error();
+  return aerr::connection_reset;  // a broken TLS record stream
+}
+
 bool SocketStream::Wait(short events, absl::Duration timeout, boost::beast::error_code& ec) {
   if (cancelled_.load()) {
     ec = aerr::operation_aborted;
@@ -135,16 +145,7 @@ size_t SocketStream::ReadSome(void* data, size_t size, boost::beast::error_code&
       if (err == SSL_ERROR_WANT_WRITE) {
         wait_for = POLLOUT;
       } else if (err != SSL_ERROR_WANT_READ) {
-        if (cancelled_.load()) {
-          ec = aerr::operation_aborted;
-        } else if (err == SSL_ERROR_ZERO_RETURN) {
-          ec = aerr::eof;
-        } else if (err == SSL_ERROR_SYSCALL && errno != 0) {
-          ec = boost::beast::error_code(errno, boost::system::system_category());
-        } else {
-          ERR_clear_error();
-          ec = aerr::connection_reset;  // a broken TLS record stream
-        }
+        ec = TlsFailure(err);
         return 0;
       }
     }
@@ -196,14 +197,7 @@ size_t SocketStream::WriteSome(const Pieces& pieces, boost::beast::error_code& e
       if (err == SSL_ERROR_WANT_READ) {
         wait_for = POLLIN;
       } else if (err != SSL_ERROR_WANT_WRITE) {
-        if (cancelled_.load()) {
-          ec = aerr::operation_aborted;
-        } else if (err == SSL_ERROR_SYSCALL && errno != 0) {
-          ec = boost::beast::error_code(errno, boost::system::system_category());
-        } else {
-          ERR_clear_error();
-          ec = aerr::connection_reset;
-        }
+        ec = TlsFailure(err);
         return 0;
       }
     }

@@ -105,6 +105,8 @@ class SocketStream {
   [[noreturn]] static void Unreachable();
   size_t ReadSome(void* data, size_t size, boost::beast::error_code& ec);
   size_t WriteSome(const Pieces& pieces, boost::beast::error_code& ec);
+  // The error of an SSL_read/SSL_write that failed with `err` (not WANT_READ/WANT_WRITE).
+  boost::beast::error_code TlsFailure(int err) const;
   // Waits until the socket is ready for `events` (POLLIN/POLLOUT); false with ec set when
   // `timeout` passed or Cancel() was called.
   bool Wait(short events, absl::Duration timeout, boost::beast::error_code& ec);
