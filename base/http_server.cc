@@ -34,6 +34,8 @@ namespace {
 namespace http = boost::beast::http;
 
 constexpr size_t kMaxHeader = 16 * 1024;
+// How often an idle kept-alive connection checks whether a new connection waits for a worker.
+constexpr absl::Duration kIdleSlice = absl::Milliseconds(50);
 
 int HexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -308,15 +310,24 @@ void HttpServer::WorkerLoop() {
   }
 }
 
-bool HttpServer::WaitForRequest(int fd) const {
+bool HttpServer::WaitForRequest(int fd, bool kept_alive) {
   pollfd p[2] = {{.fd = fd, .events = POLLIN, .revents = 0},
                  {.fd = stop_fd_, .events = POLLIN, .revents = 0}};
-  const int ms = static_cast<int>(absl::ToInt64Milliseconds(options_.keep_alive_timeout));
+  const absl::Time deadline = absl::Now() + options_.keep_alive_timeout;
   while (true) {
-    const int r = ::poll(p, 2, std::max(ms, 0));
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) return false;
+    // A kept-alive connection looks up every slice whether a new one waits for a worker.
+    const absl::Duration slice = kept_alive ? std::min(left, kIdleSlice) : left;
+    const int r = ::poll(p, 2, static_cast<int>(absl::ToInt64Milliseconds(
+                                   absl::Ceil(slice, absl::Milliseconds(1)))));
     if (r < 0 && errno == EINTR) continue;
     // A request already sent is served even while stopping (then answered with close).
-    return r > 0 && (p[0].revents & POLLIN) != 0;
+    if (r != 0) return r > 0 && (p[0].revents & POLLIN) != 0;
+    if (kept_alive) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!accepted_.empty()) return false;  // idle: the worker goes to the waiting one
+    }
   }
 }
 
@@ -344,7 +355,7 @@ void HttpServer::Serve(int fd) {
   }
   boost::beast::flat_buffer buffer;
   for (int count = 1; count <= std::max(1, options_.keep_alive_max); ++count) {
-    if (buffer.size() == 0 && !stream.Pending() && !WaitForRequest(fd)) break;
+    if (buffer.size() == 0 && !stream.Pending() && !WaitForRequest(fd, count > 1)) break;
     http::request_parser<http::string_body> parser;
     parser.header_limit(kMaxHeader);
     parser.body_limit(options_.max_body);

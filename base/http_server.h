@@ -5,7 +5,9 @@
 //
 // One thread accepts; `threads` workers each serve one connection at a time, request after
 // request while the client keeps it alive (at most keep_alive_max requests, the next one
-// within keep_alive_timeout); further connections wait in the accept queue. Every request's
+// within keep_alive_timeout); further connections wait in the accept queue, and an idle
+// kept-alive connection is closed as soon as one waits (a client such as kube-apiserver that
+// keeps many connections open must not starve a new one for a keep-alive timeout). Every request's
 // body is read before the handler runs, whatever the method (a GET may carry one), up to
 // max_body bytes (beyond: 413); a request Beast cannot parse gets 400; both close the
 // connection. Listens with the kernel's SOMAXCONN backlog, as Go servers do.
@@ -105,8 +107,10 @@ class HttpServer {
   void AcceptLoop();
   void WorkerLoop();
   void Serve(int fd);
-  // Waits for the first byte of the next request: false on timeout, hangup or Stop().
-  bool WaitForRequest(int fd) const;
+  // Waits for the first byte of the next request: false on timeout, hangup or Stop(), and,
+  // for a `kept_alive` connection (one that has been served), as soon as a new connection
+  // waits for a worker.
+  bool WaitForRequest(int fd, bool kept_alive);
 
   const int listen_fd_;
   const int port_;

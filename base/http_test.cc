@@ -182,6 +182,25 @@ TEST(HttpTest, ASilentServerIsAReadTimeout) {
   EXPECT_EQ(conn.fd(), -1);
 }
 
+// With every worker holding an idle kept-alive connection, a new connection is served at
+// once: the idle one is closed for it (not after the 30 s keep-alive timeout).
+TEST(HttpTest, AnIdleKeptAliveConnectionMakesWayForANewOne) {
+  HttpServerOptions options;
+  options.threads = 1;
+  options.keep_alive_timeout = absl::Seconds(30);
+  auto server = Serve(Echo, options);
+  ASSERT_NE(server, nullptr);
+  HttpConnection idle = Connect(server->port());
+  ASSERT_TRUE(idle.RoundTrip({.method = "GET", .target = "/first"}).ok());
+  ASSERT_GE(idle.fd(), 0);  // kept alive, holding the only worker
+  const auto start = std::chrono::steady_clock::now();
+  HttpConnection fresh = Connect(server->port(), absl::Seconds(20));
+  HttpClientResult r = fresh.RoundTrip({.method = "GET", .target = "/second"});
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.body, "GET /second q= body=");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
 TEST(HttpTest, CancelEndsARoundTripInProgress) {
   std::atomic<bool> release{false};
   auto server = Serve([&](const HttpServerRequest&, HttpServerResponse& res) {
