@@ -20,6 +20,10 @@ RULES=(
   "//agent/ifacer/... -> //kube/... //ipam/... //multus/... //dra/... //operator/... //agent/ipam/..."
   "//agent/coordinator/... -> //kube/... //ipam/... //multus/... //dra/... //operator/... //agent/ipam/..."
   "//agent/ipamapi/... -> //kube/... //ipam/... //multus/... //dra/... //operator/... //agent/ipam/..."
+  # The product binaries are linked -static: Debian ships cpp-httplib only as a shared library
+  # (product HTTP is //base:http; tests and the loopback API server keep cpp-httplib).
+  "//agent:spiderpool-agent -> //third_party:httplib"
+  "//operator:spiderpool-controller -> //third_party:httplib"
 )
 
 # A package pattern with no targets yet makes `bazel query` fail; skip those.
