@@ -1,10 +1,8 @@
 #include "base/http_client.h"
 
-#include <arpa/inet.h>
 #include <unistd.h>
 #include <openssl/x509v3.h>
 
-#include <cctype>
 #include <cstdint>
 #include <limits>
 
@@ -18,6 +16,8 @@
 #include <boost/beast/http/write.hpp>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "base/ip.h"
 #include "base/strings.h"
 
 namespace spiderpool::base {
@@ -28,17 +28,6 @@ using Failure = HttpClientResult::Failure;
 
 constexpr size_t kMaxHeader = 64 * 1024;
 constexpr size_t kBodyPiece = 16 * 1024;
-
-bool IsIpAddress(const std::string& host) {
-  unsigned char buf[16];
-  return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 std::string HostHeader(const std::string& host, int port, bool tls) {
   const std::string h = host.find(':') != std::string::npos ? StrCat("[", host, "]") : host;
@@ -118,7 +107,7 @@ HttpClientResult HttpConnection::RoundTrip(const HttpClientRequest& request,
       SSL_set_connect_state(ssl);
       SSL_set_fd(ssl, *fd);
       if (options_.verify_host) {
-        if (IsIpAddress(options_.host)) {
+        if (IPAddress::Parse(options_.host).ok()) {
           X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), options_.host.c_str());
         } else {
           SSL_set_tlsext_host_name(ssl, options_.host.c_str());
@@ -175,7 +164,8 @@ HttpClientResult HttpConnection::RoundTrip(const HttpClientRequest& request,
   const auto& header = parser.get();
   out.status = static_cast<int>(header.result_int());
   for (const auto& field : header) {
-    out.headers.emplace(Lower(std::string_view(field.name_string().data(), field.name_string().size())), std::string(field.value()));
+    out.headers.emplace(absl::AsciiStrToLower(ToAbslView(field.name_string())),
+                        std::string(field.value()));
   }
   if (on_status && !on_status(out.status)) {
     Close();

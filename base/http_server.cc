@@ -9,7 +9,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <cerrno>
 #include <cstring>
 
@@ -23,6 +22,7 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 
+#include "absl/strings/ascii.h"
 #include "base/http_socket.h"
 #include "base/log.h"
 #include "base/sigpipe.h"
@@ -64,12 +64,6 @@ absl::StatusOr<std::string> Decode(std::string_view text, bool plus_is_space) {
       out.push_back(c);
     }
   }
-  return out;
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
 }
 
@@ -150,7 +144,7 @@ std::vector<std::string> HttpServerRequest::Params(std::string_view name) const 
 }
 
 std::string HttpServerRequest::Header(std::string_view name) const {
-  auto it = headers.find(Lower(name));
+  auto it = headers.find(absl::AsciiStrToLower(ToAbsl(name)));
   return it == headers.end() ? "" : it->second;
 }
 
@@ -402,7 +396,8 @@ void HttpServer::Serve(int fd) {
     req.path = *std::move(path);
     req.query = *std::move(query);
     for (const auto& field : msg) {
-      req.headers.emplace(Lower(std::string_view(field.name_string().data(), field.name_string().size())), std::string(field.value()));
+      req.headers.emplace(absl::AsciiStrToLower(ToAbslView(field.name_string())),
+                          std::string(field.value()));
     }
     req.body = std::move(msg.body());
 

@@ -19,8 +19,10 @@
 
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/core/error.hpp>
+#include <boost/beast/core/string.hpp>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
 namespace spiderpool::base {
@@ -123,6 +125,9 @@ class SocketStream {
 // checked while waiting: Cancelled once it is true.
 absl::StatusOr<int> ConnectTcp(const std::string& host, int port, absl::Duration timeout,
                                const std::atomic<bool>* cancelled = nullptr);
+
+// Beast's (Boost's) string_view as abseil's, for absl::AsciiStrToLower and friends.
+inline absl::string_view ToAbslView(boost::beast::string_view s) { return {s.data(), s.size()}; }
 
 // Text of OpenSSL's oldest queued error (and clears the queue).
 std::string OpenSslErrorText();

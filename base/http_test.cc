@@ -432,6 +432,12 @@ TEST(HttpTest, ASecondServerOnTheSamePortFailsUnlessShared) {
   ASSERT_NE(first, nullptr);
   EXPECT_FALSE(HttpServer::ListenTcp("127.0.0.1", first->port(), {}, Echo).ok());
   EXPECT_FALSE(HttpServer::ListenTcp("not-an-ip", 0, {}, Echo).ok());
+  HttpServerOptions shared;
+  shared.reuse_port = true;
+  auto a = HttpServer::ListenTcp("127.0.0.1", 0, shared, Echo);
+  ASSERT_TRUE(a.ok()) << a.status();
+  auto b = HttpServer::ListenTcp("127.0.0.1", (*a)->port(), shared, Echo);
+  EXPECT_TRUE(b.ok()) << b.status();  // a surge rollout's old and new agent on one port
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <optional>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "base/http_client.h"
@@ -23,12 +24,6 @@ namespace spiderpool::kube {
 namespace {
 
 constexpr size_t kMaxErrorBody = 1 << 20;
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 std::string Trim(std::string s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
@@ -134,7 +129,7 @@ std::optional<int> RetryDelay(const Attempt& a) {
 }  // namespace
 
 std::string Response::Header(std::string_view name) const {
-  auto it = headers.find(Lower(name));
+  auto it = headers.find(absl::AsciiStrToLower(base::ToAbsl(name)));
   return it == headers.end() ? "" : it->second;
 }
 
