@@ -44,8 +44,10 @@
 //      Which pools: those the pool selection picks for the pods already scheduled here and
 //      still waiting for their ADD (the service's prediction); so an agent whose node has no
 //      pod coming reserves nothing. A prewarmed block that no pod has used yet stays for
-//      `prewarm_hold` (not `idle_release`) while those pods wait, unless the pool turns tight
-//      or another node asks for IPs.
+//      `prewarm_hold` (not `idle_release`) while those pods wait, unless another node asks
+//      for IPs; in a pool with no unreserved IP left only what those pods need (up to the
+//      node's fair part, point 6) stays, for `prewarm_hold` after the node's last reservation
+//      or hand-out there.
 //   5. A DEL does not wait for a pool write either (Release): an IP still unflushed goes back
 //      into the block at once; a pod record already in the pool is queued and freed by the
 //      keeper's next write, batched with everything else due for that pool (after

@@ -391,8 +391,30 @@ void NodeBlocks::Loop(std::stop_token stop) {
           // its fair part gave all but 8 back and wrote the pool again for its next batch.
           const absl::Time idle_at = b.last_take + options_.idle_release;
           const int64_t busy_hold = BusyHoldLocked(b);
-          const int64_t hold = std::max(keep, tight && now < idle_at ? busy_hold : 0);
-          if (hold > keep && now >= at) next = std::min(next, idle_at);
+          int64_t hold = keep;
+          absl::Time hold_shrinks_at = absl::InfiniteFuture();
+          if (tight && now < idle_at && busy_hold > hold) {
+            hold = busy_hold;
+            hold_shrinks_at = idle_at;
+          }
+          // And, while no other node asks, for `prewarm_hold` after this node last reserved or
+          // handed out here, what the pods still waiting here need (up to its fair part), as
+          // a prewarmed block waits for its pods in a roomy pool: nobody wants those IPs (once
+          // a node asks, it gets everything beyond that need at once, above, and the rest when
+          // this node turns idle, as before). ipam_e2e, 100 nodes, every pod waiting before
+          // the agents, two exactly full pools: each node reserved for its 100 pods, the pool
+          // turned tight as the last node's write landed, and 2 s later a node whose ADDs had
+          // not begun gave all 100 back; its first batch then wrote the pool itself among 50
+          // nodes' writes (21 s, the wave's max).
+          const absl::Time waiting_until = b.last_take + options_.prewarm_hold;
+          if (tight && !wanted_here && now < waiting_until) {
+            const int64_t for_waiting = KeepForWaitingLocked(b);
+            if (for_waiting > keep) {
+              hold = std::max(hold, for_waiting);
+              hold_shrinks_at = std::min(hold_shrinks_at, waiting_until);
+            }
+          }
+          if (hold > keep && now >= at) next = std::min(next, hold_shrinks_at);
           if (now >= at && hold == 0) {
             what.release = true;
           } else if (now >= at) {  // down to the standing block or the waiting pods' need

@@ -407,6 +407,42 @@ TEST_F(BlocksTest, ATightPoolKeepsWhatThePodsStillComingNeed) {
   EXPECT_EQ(blocks_->stats().released, 0);
 }
 
+// The same node after `idle_release` without a hand-out: its 14 waiting pods still need the 6
+// (its fair part), and nobody asked for them, so they stay for `prewarm_hold`. It gave all of
+// them back 2 s after it had reserved for pods whose ADDs had not begun; those then wrote the
+// pool themselves among 50 nodes' writes (ipam_e2e, 100 nodes: a first batch of 21 s).
+TEST_F(BlocksTest, ATightPoolKeepsWhatTheWaitingPodsNeedWhileTheNodeIsIdle) {
+  ReserveTenTakeFour(BlockOptions{.max_block = 16, .flush_after = absl::Milliseconds(10),
+                                  .idle_release = absl::Milliseconds(50),
+                                  .tight_idle_release = absl::ZeroDuration(),
+                                  .prewarm_hold = absl::Hours(1)},
+                     [](const std::string&) { return std::string(); });
+  if (HasFatalFailure()) return;
+  blocks_->Start();
+  kube::Client<api::SpiderIPPool> pools(cluster_->rest());
+  ASSERT_TRUE(base::testing::WaitUntil([&] {
+    auto pool = pools.Get("", pool_name_);
+    return pool.ok() && pool->status.allocated_ip_count.value_or(0) == 6;  // node-b's 2, our 4
+  })) << "the keeper never flushed";
+  absl::SleepFor(absl::Milliseconds(500));  // 10 x idle_release: the keeper's idle passes
+  EXPECT_EQ(ReservedInPool().size(), 6u);
+  EXPECT_EQ(blocks_->stats().released, 0);
+}
+
+// ... but not for longer than `prewarm_hold`: pods that do not start are no reason to keep
+// IPs of a full pool.
+TEST_F(BlocksTest, WaitingPodsHoldATightPoolsIPsOnlyForThePrewarmHold) {
+  ReserveTenTakeFour(BlockOptions{.max_block = 16, .flush_after = absl::Milliseconds(10),
+                                  .idle_release = absl::Milliseconds(50),
+                                  .tight_idle_release = absl::ZeroDuration(),
+                                  .prewarm_hold = absl::Milliseconds(300)},
+                     [](const std::string&) { return std::string(); });
+  if (HasFatalFailure()) return;
+  blocks_->Start();
+  EXPECT_TRUE(base::testing::WaitUntil([&] { return ReservedInPool().empty(); }));
+  EXPECT_EQ(blocks_->stats().released, 6);
+}
+
 // In a pool with no unreserved IP left, a node whose pods are still starting keeps its fair
 // part even when only one more pod is in sight (pods created as they start: one kubelet batch
 // at a time). It kept only what the visible pods needed: a node that had just reserved its
