@@ -8,7 +8,10 @@
 // spiderpool-controller process beside the agents. Prints one JSON line:
 //
 //   {"nodes":10,"pods":1000,"add":{"wave_s":..,"p50_ms":..,"p90_ms":..,"p99_ms":..,
-//    "max_ms":..,"failures":0},"all_pods_have_ip_s":..,"del":{...},"left_allocated":0,
+//    "max_ms":..,"failures":0},"add_inside_agents":{"within_50ms":..,"p50_under_ms":..,
+//    "p99_under_ms":..} (the agents' own ADD duration histograms: time inside the agent, without
+//    the exec and the CPU queue of 80 plugins on this machine),"all_pods_have_ip_s":..,
+//    "del":{...},"del_inside_agents":{...},"left_allocated":0,
 //    "left_allocated_after_s":..,"api_requests_per_pod":..,"agent_peak_rss_mb":..,
 //    "cpu_add_s"/"cpu_del_s":{"bench_and_api_server","agents","controller","plugins",
 //    "cni_runtimes"},
@@ -48,10 +51,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <set>
@@ -132,6 +137,44 @@ double Scrape(int port, const std::string& name) {
     }
   }
   return sum;
+}
+
+// A histogram summed over agents: bucket bound ("le", +Inf included) -> cumulative count.
+using Buckets = std::map<double, double>;
+void ScrapeBuckets(int port, const std::string& name, Buckets* into) {
+  httplib::Client c("127.0.0.1", port);
+  auto res = c.Get("/metrics");
+  if (!res || res->status != 200) return;
+  std::istringstream in(res->body);
+  std::string line;
+  const std::string prefix = name + "_bucket{le=\"";
+  while (std::getline(in, line)) {
+    if (line.rfind(prefix, 0) != 0) continue;
+    const size_t end = line.find('"', prefix.size());
+    if (end == std::string::npos) continue;
+    const std::string le = line.substr(prefix.size(), end - prefix.size());
+    const double bound = le == "+Inf" ? std::numeric_limits<double>::infinity() : std::stod(le);
+    (*into)[bound] += std::stod(line.substr(line.rfind(' ') + 1));
+  }
+}
+// The agents' own view of a wave (time inside the agent, from their histograms): the share
+// done within 50 ms and the bucket bound (ms) that p50 / p99 fall under (null: over the last).
+base::Json AgentSide(const Buckets& b) {
+  if (b.empty() || b.rbegin()->second == 0) return nullptr;
+  const double total = b.rbegin()->second;
+  auto under = [&](double q) -> base::Json {
+    for (const auto& [bound, count] : b) {
+      if (count >= q * total) {
+        return std::isinf(bound) ? base::Json(nullptr) : base::Json(bound * 1000.0);
+      }
+    }
+    return nullptr;
+  };
+  auto within = b.find(0.05);
+  return {{"count", total},
+          {"within_50ms", within == b.end() ? base::Json(nullptr) : base::Json(within->second / total)},
+          {"p50_under_ms", under(0.5)},
+          {"p99_under_ms", under(0.99)}};
 }
 
 double Percentile(std::vector<double> v, double p) {
@@ -767,6 +810,11 @@ int main(int argc, char** argv) {
     if (left == 0 || left_after_s >= 5) break;
     absl::SleepFor(absl::Milliseconds(50));
   }
+  Buckets agent_add, agent_del;
+  for (const Agent& a : agents) {
+    ScrapeBuckets(a.health_port, "spiderpool_ipam_allocation_duration_seconds", &agent_add);
+    ScrapeBuckets(a.health_port, "spiderpool_ipam_release_duration_seconds", &agent_del);
+  }
   double peak_rss_kb = 0, sum_rss_kb = 0;
   for (const Agent& a : agents) {
     const double kb = static_cast<double>(PeakRssKb(a.process->pid()));
@@ -824,6 +872,7 @@ int main(int argc, char** argv) {
       {"agent_binary", agent_bin},
       {"agents_ready_s", agents_ready_s},
       {"add", Stats(add_ms, total_add_s, add_failures.load())},
+      {"add_inside_agents", AgentSide(agent_add)},
       {"all_pods_have_ip_s", add_failures.load() == 0 ? base::Json(last_ip_s) : base::Json(nullptr)},
       {"adds_over_1s", slow_total},
       {"adds_over_1s_in_first_batch_of_node", slow_in_first_batch},
@@ -842,6 +891,7 @@ int main(int argc, char** argv) {
       {"pool_status_writes", pool_writes},
       {"conflicts", conflicts},
       {"del", Stats(del_ms, total_del_s, del_failures.load())},
+      {"del_inside_agents", AgentSide(agent_del)},
       {"api_requests_per_pod_del", del_requests / pods},
       // Requests the server gave up on over the whole run: deadline passed (504) / client left.
       {"api_requests_timed_out", requests_after_del.timed_out},
