@@ -148,6 +148,18 @@ class BlocksTest : public kube::testing::SpiderClusterTest {
     Take(4, "wait-");
   }
 
+  // ReserveTenTakeFour in a pool that looks tight, nobody asking; then the keeper runs, and the
+  // node turns idle 50 ms after its last take.
+  void ReserveTenTakeFourThenIdle(absl::Duration prewarm_hold) {
+    ReserveTenTakeFour(BlockOptions{.max_block = 16, .flush_after = absl::Milliseconds(10),
+                                    .idle_release = absl::Milliseconds(50),
+                                    .tight_idle_release = absl::ZeroDuration(),
+                                    .prewarm_hold = prewarm_hold},
+                       [](const std::string&) { return std::string(); });
+    if (HasFatalFailure()) return;
+    blocks_->Start();
+  }
+
   // One write of the pool: node-b's `pods` pods, then this node's TopUp. Returns what it
   // reserved (in the block once the write landed).
   std::vector<base::IPAddress> NodeBPodsThenTopUp(int pods) {
@@ -412,13 +424,8 @@ TEST_F(BlocksTest, ATightPoolKeepsWhatThePodsStillComingNeed) {
 // them back 2 s after it had reserved for pods whose ADDs had not begun; those then wrote the
 // pool themselves among 50 nodes' writes (ipam_e2e, 100 nodes: a first batch of 21 s).
 TEST_F(BlocksTest, ATightPoolKeepsWhatTheWaitingPodsNeedWhileTheNodeIsIdle) {
-  ReserveTenTakeFour(BlockOptions{.max_block = 16, .flush_after = absl::Milliseconds(10),
-                                  .idle_release = absl::Milliseconds(50),
-                                  .tight_idle_release = absl::ZeroDuration(),
-                                  .prewarm_hold = absl::Hours(1)},
-                     [](const std::string&) { return std::string(); });
+  ReserveTenTakeFourThenIdle(absl::Hours(1));
   if (HasFatalFailure()) return;
-  blocks_->Start();
   kube::Client<api::SpiderIPPool> pools(cluster_->rest());
   ASSERT_TRUE(base::testing::WaitUntil([&] {
     auto pool = pools.Get("", pool_name_);
@@ -432,13 +439,8 @@ TEST_F(BlocksTest, ATightPoolKeepsWhatTheWaitingPodsNeedWhileTheNodeIsIdle) {
 // ... but not for longer than `prewarm_hold`: pods that do not start are no reason to keep
 // IPs of a full pool.
 TEST_F(BlocksTest, WaitingPodsHoldATightPoolsIPsOnlyForThePrewarmHold) {
-  ReserveTenTakeFour(BlockOptions{.max_block = 16, .flush_after = absl::Milliseconds(10),
-                                  .idle_release = absl::Milliseconds(50),
-                                  .tight_idle_release = absl::ZeroDuration(),
-                                  .prewarm_hold = absl::Milliseconds(300)},
-                     [](const std::string&) { return std::string(); });
+  ReserveTenTakeFourThenIdle(absl::Milliseconds(300));
   if (HasFatalFailure()) return;
-  blocks_->Start();
   EXPECT_TRUE(base::testing::WaitUntil([&] { return ReservedInPool().empty(); }));
   EXPECT_EQ(blocks_->stats().released, 6);
 }
