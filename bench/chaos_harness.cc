@@ -53,22 +53,6 @@ std::string StripPrefix(const std::string& cidr) { return cidr.substr(0, cidr.fi
 
 }  // namespace
 
-ProcStats ReadProcStats(pid_t pid) {
-  ProcStats out;
-  std::istringstream in(ReadFile(StrCat("/proc/", pid, "/status")));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) out.rss_mb = std::stod(line.substr(6)) / 1024.0;
-    if (line.rfind("Threads:", 0) == 0) out.threads = std::stoi(line.substr(8));
-  }
-  std::error_code ec;
-  for (auto it = fs::directory_iterator(StrCat("/proc/", pid, "/fd"), ec);
-       !ec && it != fs::directory_iterator(); it.increment(ec)) {
-    ++out.fds;
-  }
-  return out;
-}
-
 // ---- Rig ----
 
 absl::StatusOr<std::unique_ptr<Rig>> Rig::Start(RigOptions options) {

@@ -45,14 +45,6 @@ struct RigOptions {
   bool keep_logs = false;              // keep the temporary directory (path on stderr)
 };
 
-// Memory, threads and open files of one process (/proc).
-struct ProcStats {
-  double rss_mb = 0;
-  int threads = 0;
-  int fds = 0;
-};
-ProcStats ReadProcStats(pid_t pid);
-
 // A simulated pod.
 struct PodRef {
   std::string name;

@@ -51,12 +51,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <limits>
 #include <map>
 #include <mutex>
 #include <set>
@@ -76,6 +74,7 @@
 #include "base/strings.h"
 #include "base/subprocess.h"
 #include "bench/cni_runtime.h"
+#include "bench/measure.h"
 #include "kube/rest/client.h"
 #include "kube/testing/test_client.h"
 #include "kube/testing/test_cluster.h"
@@ -83,6 +82,11 @@
 namespace {
 
 using namespace spiderpool;
+using bench::Buckets;
+using bench::Percentile;
+using bench::PeakRssKb;
+using bench::ProcChildrenCpuSeconds;
+using bench::ProcCpuSeconds;
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
@@ -93,95 +97,6 @@ std::string ReadFile(const std::string& path) {
 
 std::string Runfile(const std::string& path) {
   return base::StrCat(std::filesystem::current_path().string(), "/", path);
-}
-
-int64_t PeakRssKb(pid_t pid) {
-  std::istringstream in(ReadFile(base::StrCat("/proc/", pid, "/status")));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6));
-  }
-  return -1;
-}
-
-// Seconds of /proc/PID/stat fields `first` to `last` (clock ticks); 0 if the process is gone.
-double ProcStatSeconds(pid_t pid, int first, int last) {
-  const std::string stat = ReadFile(base::StrCat("/proc/", pid, "/stat"));
-  const size_t paren = stat.rfind(')');  // the command name may hold spaces
-  if (paren == std::string::npos) return 0;
-  std::istringstream in(stat.substr(paren + 2));
-  std::string field;
-  double ticks = 0;
-  for (int i = 3; i <= last && in >> field; ++i) {
-    if (i >= first) ticks += std::stod(field);
-  }
-  return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
-}
-// CPU seconds (user + system) a process has used so far: fields 14 and 15, utime and stime.
-double ProcCpuSeconds(pid_t pid) { return ProcStatSeconds(pid, 14, 15); }
-// The same for its reaped children: fields 16 and 17, cutime and cstime.
-double ProcChildrenCpuSeconds(pid_t pid) { return ProcStatSeconds(pid, 16, 17); }
-
-// The sum of a counter over an agent's /metrics.
-double Scrape(int port, const std::string& name) {
-  httplib::Client c("127.0.0.1", port);
-  auto res = c.Get("/metrics");
-  if (!res || res->status != 200) return 0;
-  std::istringstream in(res->body);
-  std::string line;
-  double sum = 0;
-  while (std::getline(in, line)) {
-    if (line.rfind(name, 0) == 0 && (line.size() > name.size()) &&
-        (line[name.size()] == ' ' || line[name.size()] == '{')) {
-      sum += std::stod(line.substr(line.rfind(' ') + 1));
-    }
-  }
-  return sum;
-}
-
-// A histogram summed over agents: bucket bound ("le", +Inf included) -> cumulative count.
-using Buckets = std::map<double, double>;
-void ScrapeBuckets(int port, const std::string& name, Buckets* into) {
-  httplib::Client c("127.0.0.1", port);
-  auto res = c.Get("/metrics");
-  if (!res || res->status != 200) return;
-  std::istringstream in(res->body);
-  std::string line;
-  const std::string prefix = name + "_bucket{le=\"";
-  while (std::getline(in, line)) {
-    if (line.rfind(prefix, 0) != 0) continue;
-    const size_t end = line.find('"', prefix.size());
-    if (end == std::string::npos) continue;
-    const std::string le = line.substr(prefix.size(), end - prefix.size());
-    const double bound = le == "+Inf" ? std::numeric_limits<double>::infinity() : std::stod(le);
-    (*into)[bound] += std::stod(line.substr(line.rfind(' ') + 1));
-  }
-}
-// The agents' own view of a wave (time inside the agent, from their histograms): the share
-// done within 50 ms and the bucket bound (ms) that p50 / p99 fall under (null: over the last).
-base::Json AgentSide(const Buckets& b) {
-  if (b.empty() || b.rbegin()->second == 0) return nullptr;
-  const double total = b.rbegin()->second;
-  auto under = [&](double q) -> base::Json {
-    for (const auto& [bound, count] : b) {
-      if (count >= q * total) {
-        return std::isinf(bound) ? base::Json(nullptr) : base::Json(bound * 1000.0);
-      }
-    }
-    return nullptr;
-  };
-  auto within = b.find(0.05);
-  return {{"count", total},
-          {"within_50ms", within == b.end() ? base::Json(nullptr) : base::Json(within->second / total)},
-          {"p50_under_ms", under(0.5)},
-          {"p99_under_ms", under(0.99)}};
-}
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(p * (v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
 }
 
 std::string StrFlag(int argc, char** argv, const std::string& name, const std::string& def) {
@@ -205,13 +120,6 @@ double DoubleFlag(int argc, char** argv, const std::string& name, double def) {
 absl::Duration UsFlag(int argc, char** argv, const std::string& name, absl::Duration def) {
   const std::string v = StrFlag(argc, argv, name, "");
   return v.empty() ? def : absl::Microseconds(std::stoll(v));
-}
-
-double CpuSeconds(int who) {
-  struct rusage ru;
-  ::getrusage(who, &ru);
-  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 base::Json Stats(const std::vector<double>& ms, double wave_s, int failures) {
@@ -717,8 +625,8 @@ int main(int argc, char** argv) {
       plugins_s += ProcChildrenCpuSeconds(r->pid());
       runtimes_s += ProcCpuSeconds(r->pid());
     }
-    if (!cni_runtime) plugins_s = CpuSeconds(RUSAGE_CHILDREN);
-    return base::Json{{"bench_and_api_server", CpuSeconds(RUSAGE_SELF)},
+    if (!cni_runtime) plugins_s = bench::RusageCpuSeconds(RUSAGE_CHILDREN);
+    return base::Json{{"bench_and_api_server", bench::RusageCpuSeconds(RUSAGE_SELF)},
                       {"agents", agents_s},
                       {"controller", controller ? ProcCpuSeconds(controller->pid()) : 0.0},
                       {"plugins", plugins_s},
@@ -731,11 +639,11 @@ int main(int argc, char** argv) {
   };
   const auto requests_before_add = c.loopback()->request_counts();
   const base::Json cpu_at_add = cpu_now();
-  const double cpu_before_add = CpuSeconds(RUSAGE_SELF);
+  const double cpu_before_add = bench::RusageCpuSeconds(RUSAGE_SELF);
   const double add_wave_from_s = absl::ToDoubleSeconds(absl::Now() - epoch);
   const double total_add_s = wave("ADD", &add_ms, &add_failures);
   const double add_wave_to_s = absl::ToDoubleSeconds(absl::Now() - epoch);
-  const double bench_cpu_add_s = CpuSeconds(RUSAGE_SELF) - cpu_before_add;
+  const double bench_cpu_add_s = bench::RusageCpuSeconds(RUSAGE_SELF) - cpu_before_add;
   const base::Json cpu_add_s = cpu_since(cpu_at_add);
   const auto requests_after_add = c.loopback()->request_counts();
   // The ADDs that took longest: which pod of its node each was (the first concurrent batch of
@@ -767,9 +675,9 @@ int main(int argc, char** argv) {
   }
   double pool_writes = 0, conflicts = 0, from_reservations = 0;
   for (const Agent& a : agents) {
-    pool_writes += Scrape(a.health_port, "spiderpool_ipam_ippool_status_writes_total");
-    conflicts += Scrape(a.health_port, "spiderpool_ipam_allocation_update_ippool_conflict_counts_total");
-    from_reservations += Scrape(a.health_port, "spiderpool_ipam_node_reservation_handouts_total");
+    pool_writes += bench::ScrapeCounter(a.health_port, "spiderpool_ipam_ippool_status_writes_total");
+    conflicts += bench::ScrapeCounter(a.health_port, "spiderpool_ipam_allocation_update_ippool_conflict_counts_total");
+    from_reservations += bench::ScrapeCounter(a.health_port, "spiderpool_ipam_node_reservation_handouts_total");
   }
   // Pool records (pods and node reservations) in the pools at `now`.
   auto pool_records = [&](int64_t* pod_records, int64_t* reservations) {
@@ -812,8 +720,8 @@ int main(int argc, char** argv) {
   }
   Buckets agent_add, agent_del;
   for (const Agent& a : agents) {
-    ScrapeBuckets(a.health_port, "spiderpool_ipam_allocation_duration_seconds", &agent_add);
-    ScrapeBuckets(a.health_port, "spiderpool_ipam_release_duration_seconds", &agent_del);
+    bench::ScrapeBuckets(a.health_port, "spiderpool_ipam_allocation_duration_seconds", &agent_add);
+    bench::ScrapeBuckets(a.health_port, "spiderpool_ipam_release_duration_seconds", &agent_del);
   }
   double peak_rss_kb = 0, sum_rss_kb = 0;
   for (const Agent& a : agents) {
@@ -872,7 +780,7 @@ int main(int argc, char** argv) {
       {"agent_binary", agent_bin},
       {"agents_ready_s", agents_ready_s},
       {"add", Stats(add_ms, total_add_s, add_failures.load())},
-      {"add_inside_agents", AgentSide(agent_add)},
+      {"add_inside_agents", bench::HistogramSummary(agent_add)},
       {"all_pods_have_ip_s", add_failures.load() == 0 ? base::Json(last_ip_s) : base::Json(nullptr)},
       {"adds_over_1s", slow_total},
       {"adds_over_1s_in_first_batch_of_node", slow_in_first_batch},
@@ -891,7 +799,7 @@ int main(int argc, char** argv) {
       {"pool_status_writes", pool_writes},
       {"conflicts", conflicts},
       {"del", Stats(del_ms, total_del_s, del_failures.load())},
-      {"del_inside_agents", AgentSide(agent_del)},
+      {"del_inside_agents", bench::HistogramSummary(agent_del)},
       {"api_requests_per_pod_del", del_requests / pods},
       // Requests the server gave up on over the whole run: deadline passed (504) / client left.
       {"api_requests_timed_out", requests_after_del.timed_out},

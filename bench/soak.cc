@@ -22,6 +22,7 @@
 #include "base/sigpipe.h"
 #include "base/strings.h"
 #include "bench/chaos_harness.h"
+#include "bench/measure.h"
 
 namespace {
 

@@ -34,6 +34,7 @@
 #include "base/log.h"
 #include "base/sigpipe.h"
 #include "base/strings.h"
+#include "bench/measure.h"
 #include "bench/nad_reconcile.h"
 #include "httplib.h"
 #include "kube/webhook/server.h"
@@ -128,14 +129,8 @@ bool NewConnectionPost(SSL_CTX* ctx, int port, const std::string& path, const st
   return ok;
 }
 
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
-}
-
 Json Stats(const std::vector<double>& ms) {
+  using spiderpool::bench::Percentile;
   auto r = [](double x) { return static_cast<double>(static_cast<int64_t>(x * 1000 + 0.5)) / 1000; };
   return {{"p50", r(Percentile(ms, 0.50))}, {"p90", r(Percentile(ms, 0.90))},
           {"p99", r(Percentile(ms, 0.99))}, {"max", r(Percentile(ms, 1.0))}};
