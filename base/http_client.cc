@@ -12,7 +12,7 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
-#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/span_body.hpp>
 #include <boost/beast/http/write.hpp>
 
 #include "absl/status/status.h"
@@ -137,13 +137,13 @@ HttpClientResult HttpConnection::RoundTrip(const HttpClientRequest& request,
     }
   }
 
-  http::request<http::string_body> req;
+  http::request<http::span_body<const char>> req;
   req.method_string(request.method);
   req.target(request.target);
   req.version(11);
   req.set(http::field::host, HostHeader(options_.host, options_.port, options_.tls != nullptr));
   for (const auto& [k, v] : request.headers) req.insert(k, v);
-  req.body() = request.body;
+  req.body() = boost::beast::span<const char>(request.body.data(), request.body.size());
   if (!request.body.empty() || request.method == "POST" || request.method == "PUT" ||
       request.method == "PATCH") {
     req.content_length(request.body.size());

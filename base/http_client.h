@@ -28,7 +28,7 @@ struct HttpClientRequest {
   std::string method;  // "GET", "POST", ...
   std::string target;  // path and query, already escaped
   std::vector<std::pair<std::string, std::string>> headers;
-  std::string body;
+  std::string_view body;  // not copied: it must outlive RoundTrip
   bool keep_alive = true;
 };
 

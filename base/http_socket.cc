@@ -75,6 +75,12 @@ void SocketStream::Cancel() {
   ::shutdown(fd_, SHUT_RDWR);  // wakes a poll() on fd_ in another thread
 }
 
+short SocketStream::TlsWantEvents(int err) {
+  if (err == SSL_ERROR_WANT_READ) return POLLIN;
+  if (err == SSL_ERROR_WANT_WRITE) return POLLOUT;
+  return 0;
+}
+
 boost::beast::error_code SocketStream::TlsFailure(int err) const {
   if (cancelled_.load()) return aerr::operation_aborted;
   if (err == SSL_ERROR_ZERO_RETURN) return aerr::eof;
@@ -142,9 +148,8 @@ size_t SocketStream::ReadSome(void* data, size_t size, boost::beast::error_code&
         return n;
       }
       const int err = SSL_get_error(ssl_, 0);
-      if (err == SSL_ERROR_WANT_WRITE) {
-        wait_for = POLLOUT;
-      } else if (err != SSL_ERROR_WANT_READ) {
+      wait_for = TlsWantEvents(err);
+      if (wait_for == 0) {
         ec = TlsFailure(err);
         return 0;
       }
@@ -194,9 +199,8 @@ size_t SocketStream::WriteSome(const Pieces& pieces, boost::beast::error_code& e
         return n;
       }
       const int err = SSL_get_error(ssl_, 0);
-      if (err == SSL_ERROR_WANT_READ) {
-        wait_for = POLLIN;
-      } else if (err != SSL_ERROR_WANT_WRITE) {
+      wait_for = TlsWantEvents(err);
+      if (wait_for == 0) {
         ec = TlsFailure(err);
         return 0;
       }
@@ -219,7 +223,8 @@ absl::Status SocketStream::Handshake(absl::Duration timeout, long* verify_error)
     }
     if (r == 1) return absl::OkStatus();
     const int err = SSL_get_error(ssl_, r);
-    if (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE) {
+    const short want = TlsWantEvents(err);
+    if (want == 0) {
       if (cancelled_.load()) return absl::CancelledError("TLS handshake cancelled");
       const long v = client ? SSL_get_verify_result(ssl_) : X509_V_OK;
       if (v != X509_V_OK) {
@@ -238,7 +243,7 @@ absl::Status SocketStream::Handshake(absl::Duration timeout, long* verify_error)
     const absl::Time now = absl::Now();
     if (now >= deadline) return absl::DeadlineExceededError("TLS handshake timed out");
     boost::beast::error_code ec;
-    if (!Wait(err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline - now, ec)) {
+    if (!Wait(want, deadline - now, ec)) {
       if (ec == aerr::operation_aborted) return absl::CancelledError("TLS handshake cancelled");
       return absl::DeadlineExceededError("TLS handshake timed out");
     }

@@ -107,6 +107,9 @@ class SocketStream {
   [[noreturn]] static void Unreachable();
   size_t ReadSome(void* data, size_t size, boost::beast::error_code& ec);
   size_t WriteSome(const Pieces& pieces, boost::beast::error_code& ec);
+  // What a TLS call that failed with SSL_get_error() `err` waits for before it is tried again:
+  // POLLIN (WANT_READ) or POLLOUT (WANT_WRITE); 0: a failure, not a retry.
+  static short TlsWantEvents(int err);
   // The error of an SSL_read/SSL_write that failed with `err` (not WANT_READ/WANT_WRITE).
   boost::beast::error_code TlsFailure(int err) const;
   // Waits until the socket is ready for `events` (POLLIN/POLLOUT); false with ec set when
