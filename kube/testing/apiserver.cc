@@ -21,6 +21,7 @@
 #include "absl/strings/numbers.h"
 #include "base/certs.h"
 #include "base/http_listen.h"
+#include "base/http_server.h"
 #include "base/log.h"
 #include "base/sigpipe.h"
 #include "base/strings.h"
@@ -47,47 +48,6 @@ std::string RandomToken() {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   for (int i = 0; i < 32; ++i) out += kHex[rd() % 16];
-  return out;
-}
-
-int HexVal(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-std::string PercentDecode(std::string_view s, bool plus_is_space) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size() &&
-        HexVal(s[i + 1]) >= 0 && HexVal(s[i + 2]) >= 0) {
-      out += static_cast<char>(HexVal(s[i + 1]) * 16 + HexVal(s[i + 2]));
-      i += 2;
-    } else if (s[i] == '+' && plus_is_space) {
-      out += ' ';
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
-
-std::multimap<std::string, std::string> ParseQuery(std::string_view q) {
-  std::multimap<std::string, std::string> out;
-  size_t start = 0;
-  while (start <= q.size()) {
-    size_t amp = q.find('&', start);
-    if (amp == std::string_view::npos) amp = q.size();
-    std::string_view kv = q.substr(start, amp - start);
-    if (!kv.empty()) {
-      size_t eq = kv.find('=');
-      std::string k = PercentDecode(kv.substr(0, eq), true);
-      std::string v = eq == std::string_view::npos ? "" : PercentDecode(kv.substr(eq + 1), true);
-      out.emplace(std::move(k), std::move(v));
-    }
-    start = amp + 1;
-  }
   return out;
 }
 
@@ -501,8 +461,17 @@ LoopbackApiServer::CallResult LoopbackApiServer::Call(std::string_view method,
   internal::HttpRequest r;
   r.method = std::string(method);
   size_t q = path_and_query.find('?');
-  r.path = PercentDecode(path_and_query.substr(0, q), false);
-  if (q != std::string_view::npos) r.params = ParseQuery(path_and_query.substr(q + 1));
+  // Escapes decoded as Go's net/url does for kube-apiserver: an invalid one is a 400.
+  absl::StatusOr<std::string> path = base::PercentDecode(path_and_query.substr(0, q));
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> params =
+      q == std::string_view::npos ? std::vector<std::pair<std::string, std::string>>()
+                                  : base::ParseQuery(path_and_query.substr(q + 1));
+  if (!path.ok() || !params.ok()) {
+    const absl::Status& bad = !path.ok() ? path.status() : params.status();
+    return {400, BadRequestStatus(std::string(bad.message())).ToJson()};
+  }
+  r.path = *std::move(path);
+  for (auto& [k, v] : *params) r.params.emplace(std::move(k), std::move(v));
   if (!body.is_null()) r.body = base::DumpJson(body);
   r.content_type = std::string(content_type);
   r.user = AdminUser();

@@ -884,6 +884,10 @@ TEST_F(ApiServerTest, KubeconfigAndCall) {
   EXPECT_EQ(g.code, 200);
   EXPECT_EQ(Names(g.body), std::vector<std::string>{"via-call"});
   EXPECT_EQ(server_->Call("GET", std::string(kCmPath) + "?watch=true").code, 400);
+  // Escapes as Go's net/url reads them: %2D is '-', an invalid escape is a 400.
+  EXPECT_EQ(server_->Call("GET", std::string(kCmPath) + "/via%2Dcall").code, 200);
+  EXPECT_EQ(server_->Call("GET", std::string(kCmPath) + "/via%zzcall").code, 400);
+  EXPECT_EQ(server_->Call("GET", std::string(kCmPath) + "?labelSelector=%zz").code, 400);
   auto objs = server_->ListObjects("", "v1", "configmaps", "default");
   ASSERT_EQ(objs.size(), 1u);
   EXPECT_EQ(objs[0]["metadata"]["name"], "via-call");
