@@ -181,10 +181,10 @@ void IpamServer::Route(const base::HttpServerRequest& req, base::HttpServerRespo
                              : absl::UnavailableError("the agent is starting: caches not synced");
   };
   if (req.method == "GET" && req.path == ipamapi::kHealthyPath) {
-    if (backend_->Ready()) {
+    if (const absl::Status ready = ipam_ready(); ready.ok()) {
       Reply(res, ipamapi::kStatusOK, "{}");
     } else {
-      ReplyError(res, ipamapi::kStatusServiceUnavailable, "the agent is starting: caches not synced");
+      ReplyError(res, ipamapi::kStatusServiceUnavailable, base::FromAbsl(ready.message()));
     }
   } else if (req.method == "POST" && req.path == ipamapi::kIPPath) {
     Serve<ipamapi::IpamAddArgs>(req, res, "IPAM add", ipam_ready(),
