@@ -12,7 +12,9 @@
 //    "p99_under_ms":..} (the agents' own ADD duration histograms: time inside the agent, without
 //    the exec and the CPU queue of 80 plugins on this machine),"all_pods_have_ip_s":..,
 //    "del":{...},"del_inside_agents":{...},"left_allocated":0,
-//    "left_allocated_after_s":..,"api_requests_per_pod":..,"agent_peak_rss_mb":..,
+//    "left_allocated_after_s":..,"api_requests_per_pod_add"/"_del":..,
+//    "api_requests_add"/"_del":{"get","post","put",...} (the wave's requests by method),
+//    "agent_peak_rss_mb":..,
 //    "cpu_add_s"/"cpu_del_s":{"bench_and_api_server","agents","controller","plugins",
 //    "cni_runtimes"},
 //    "controller_peak_rss_mb":..,"slice_writes":{...},...}
@@ -754,6 +756,12 @@ int main(int argc, char** argv) {
   };
   const double add_requests = static_cast<double>(requests(requests_before_add, requests_after_add));
   const double del_requests = static_cast<double>(requests(requests_after_add, requests_after_del));
+  // The requests of a wave by method (watches are GETs): a pool's GETs and PUTs are its size.
+  auto by_method = [](const kube::testing::RequestCounts& a, const kube::testing::RequestCounts& b) {
+    return base::Json{{"get", b.get - a.get},          {"post", b.post - a.post},
+                      {"put", b.put - a.put},          {"patch", b.patch - a.patch},
+                      {"delete", b.delete_ - a.delete_}, {"other", b.other - a.other}};
+  };
   base::Json latency_json = nullptr;
   if (latency.enabled()) {
     latency_json = {{"per_request_ms", absl::ToDoubleMilliseconds(latency.per_request)},
@@ -790,6 +798,7 @@ int main(int argc, char** argv) {
       {"duplicates", duplicates},
       {"records_after_add", records_after_add},
       {"api_requests_per_pod_add", add_requests / pods},
+      {"api_requests_add", by_method(requests_before_add, requests_after_add)},
       {"api_writes_per_pod_add",
        static_cast<double>(requests_after_add.writes() - requests_before_add.writes()) / pods},
       {"bench_process_cpu_add_s", bench_cpu_add_s},
@@ -801,6 +810,7 @@ int main(int argc, char** argv) {
       {"del", Stats(del_ms, total_del_s, del_failures.load())},
       {"del_inside_agents", bench::HistogramSummary(agent_del)},
       {"api_requests_per_pod_del", del_requests / pods},
+      {"api_requests_del", by_method(requests_after_add, requests_after_del)},
       // Requests the server gave up on over the whole run: deadline passed (504) / client left.
       {"api_requests_timed_out", requests_after_del.timed_out},
       {"api_requests_abandoned", requests_after_del.abandoned},
