@@ -383,6 +383,10 @@ int64_t NodeBlocks::PoolNodes(const std::string& pool) {
   return it == blocks_.end() ? 0 : it->second.pool_nodes;
 }
 
+int64_t NodeBlocks::Crowd(const std::string& pool) {
+  return CrowdOf(PoolNodes(pool));
+}
+
 bool NodeBlocks::HasUnflushed(const std::string& pool, const std::string& uid) {
   absl::MutexLock l(&mu_);
   auto it = blocks_.find(pool);

@@ -105,6 +105,7 @@
 // back; pods got them; the give-back landed): blocks_test reproduces it.
 // Thread-safe.
 
+#include <algorithm>
 #include <functional>
 #include <limits>
 #include <map>
@@ -261,6 +262,10 @@ class NodeBlocks {
   void SlowPathEnd(const std::string& pool, const std::string& uid, bool wrote);
   // The nodes `pool`'s records named at this node's last write of it (0: not written yet).
   int64_t PoolNodes(const std::string& pool);
+  // How many times its flush windows `pool` waits: the nodes sharing it per
+  // kNodesPerFlushWindow, at least 1. The agent's pool cache reads the pool's status in the
+  // background that much less often too.
+  int64_t Crowd(const std::string& pool);
   // The IPs of `pool` handed to pods that the pool status may still show as this node's
   // reservations (not yet written as pod records).
   std::set<base::IPAddress> HandedOut(const std::string& pool) const;
@@ -324,6 +329,9 @@ class NodeBlocks {
   // a 409 for every other write in flight): 50 nodes sharing a pool flush every 50 s at most
   // while ADDs keep coming, and 1.5 s after the last ADD or DEL.
   static constexpr int64_t kNodesPerFlushWindow = 10;
+  static int64_t CrowdOf(int64_t pool_nodes) {
+    return std::max<int64_t>(1, pool_nodes / kNodesPerFlushWindow);
+  }
 
  private:
   struct Block {

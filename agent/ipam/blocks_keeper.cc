@@ -303,7 +303,7 @@ void NodeBlocks::Loop(std::stop_token stop) {
         SyncWhat what;
         // A pool that many nodes write gets fewer background writes from each: every one
         // rewrites all of its records and fails the other nodes' writes in flight with 409.
-        const int64_t crowd = std::max<int64_t>(1, b.pool_nodes / kNodesPerFlushWindow);
+        const int64_t crowd = CrowdOf(b.pool_nodes);
         if (!b.assigned.empty()) {
           const absl::Time at = std::min(b.last_take + options_.flush_after * crowd,
                                          b.first_unflushed + options_.max_flush_delay * crowd);

@@ -109,6 +109,14 @@ void PoolCache::AddHandlers(kube::EventHandlers<api::SpiderIPPool> handlers) {
   handlers_.push_back(std::move(handlers));
 }
 
+void PoolCache::SetRefreshFactor(RefreshFactor factor) {
+  {
+    absl::MutexLock l(&factor_mu_);
+    refresh_factor_ = std::move(factor);
+  }
+  Wake();  // the refresher's next read may be due earlier now
+}
+
 std::vector<std::unique_ptr<kube::Runnable>> PoolCache::Runnables() {
   std::vector<std::unique_ptr<kube::Runnable>> out;
   out.push_back(kube::InformerRunnable(&meta_));
@@ -147,6 +155,13 @@ absl::Time PoolCache::Refresh() {
   // them all at once (one LIST when they are many).
   if (!meta_.HasSynced()) return clock_.Now() + kSyncPoll;
   const std::vector<std::shared_ptr<const PoolMeta>> metas = meta_.store().List();
+  std::map<std::string, int64_t> factors;
+  {
+    absl::ReaderMutexLock l(&factor_mu_);
+    if (refresh_factor_) {
+      for (const auto& m : metas) factors[m->metadata.name] = refresh_factor_(m->metadata.name);
+    }
+  }
   std::vector<std::string> due;
   absl::Time next = absl::InfiniteFuture();
   std::vector<std::shared_ptr<const api::SpiderIPPool>> gone;
@@ -171,7 +186,10 @@ absl::Time PoolCache::Refresh() {
           due.push_back(name);
         } else if (status_changed &&
                    (!options_.follow_status || options_.follow_status(*c.pool))) {
-          const absl::Time at = c.read_at + options_.status_refresh;
+          auto f = factors.find(name);
+          const absl::Time at =
+              c.read_at + options_.status_refresh *
+                              std::max<int64_t>(1, f == factors.end() ? 1 : f->second);
           if (now >= at) due.push_back(name); else next = std::min(next, at);
         }
       } else {

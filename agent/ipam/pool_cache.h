@@ -15,7 +15,10 @@
 //     DEL paths that look for a pod's records),
 //   - in the background, at most every `status_refresh` per pool that changed meanwhile (the
 //     keeper's tightness, the DRA capacities: advisory, so a bounded staleness is fine), for
-//     the pools `follow_status` picks (the agent's: those its node may use),
+//     the pools `follow_status` picks (the agent's: those its node may use); times the pool's
+//     refresh factor (SetRefreshFactor: the agent's grows with the nodes sharing the pool, as
+//     its flush windows do, so that a pool gets about as many background reads from 50 nodes
+//     as from 10),
 //   - and this agent's own reads and writes of a pool are remembered (Remember).
 // So another agent's write costs a metadata event here, not a decode of the whole pool.
 //
@@ -82,6 +85,12 @@ class PoolCache {
   bool HasSynced() const;
   // Before the runnables start. Called on the refresher's or a reader's thread.
   void AddHandlers(kube::EventHandlers<api::SpiderIPPool> handlers);
+  // How many times `status_refresh` the background refresh of a pool waits (values below 1
+  // count as 1; unset: 1). Called on the refresher's thread, without this cache's lock held;
+  // once SetRefreshFactor returns, the factor it replaced is not called any more (its owner
+  // unsets it before it goes away).
+  using RefreshFactor = std::function<int64_t(const std::string& pool)>;
+  void SetRefreshFactor(RefreshFactor factor);
   kube::Informer<PoolMeta>& metadata() { return meta_; }
   // The metadata informer and the refresher.
   std::vector<std::unique_ptr<kube::Runnable>> Runnables();
@@ -122,6 +131,10 @@ class PoolCache {
   bool refreshed_once_ ABSL_GUARDED_BY(mu_) = false;  // a pass after the informer synced
   bool woken_ ABSL_GUARDED_BY(mu_) = false;
   int64_t reads_ ABSL_GUARDED_BY(mu_) = 0;
+  // Held while the factor is called (it takes its owner's locks, which call into this cache
+  // under them: never under mu_).
+  absl::Mutex factor_mu_;
+  RefreshFactor refresh_factor_ ABSL_GUARDED_BY(factor_mu_);
 };
 
 }  // namespace spiderpool::agent::ipam

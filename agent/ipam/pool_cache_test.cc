@@ -129,6 +129,25 @@ TEST_F(PoolCacheTest, ASpecChangeIsReadAtOnceAndAStatusChangeWithinTheRefresh) {
   EXPECT_GE(updates.load(), 2);
 }
 
+// The agent stretches the background reads of a pool that many nodes share (the factor); the
+// factor may use the cache (it is asked without the cache's lock).
+TEST_F(PoolCacheTest, ARefreshFactorStretchesThePoolsBackgroundReads) {
+  PoolCache& cache = Start({.status_refresh = absl::Milliseconds(100)}, [&](PoolCache& c) {
+    c.SetRefreshFactor([&c, this](const std::string& pool) -> int64_t {
+      return pool == name_ && c.Meta(pool) != nullptr ? 1'000'000 : 1;
+    });
+  });
+  const int64_t reads = cache.reads();
+  const std::string rv = WriteStatus("10.9.0.4");
+  ASSERT_TRUE(MetaAt(cache, rv)) << "the metadata watch did not see the write";
+  absl::SleepFor(absl::Milliseconds(600));
+  EXPECT_EQ(cache.reads(), reads) << "read again at the plain refresh interval";
+
+  cache.SetRefreshFactor(nullptr);  // back to one interval
+  EXPECT_TRUE(WaitUntil([&] { return cache.Get(name_)->metadata.resource_version == rv; }))
+      << "the status change was not read once the factor was gone";
+}
+
 // Only the pools the agent follows (its node may use them) are read again when their status
 // changes; another pool's status writes stay metadata, its spec changes are still read.
 TEST_F(PoolCacheTest, TheStatusOfAPoolNotFollowedIsNotReadAgain) {

@@ -63,9 +63,15 @@ PoolWriter::PoolWriter(std::shared_ptr<kube::RestClient> rest, PoolWriterOptions
                  return options_.forecast();
                },
                .wanted_by = [this](const std::string& pool) { return WantedBy(pool); }},
-              clock_) {}
+              clock_) {
+  // A pool many nodes share is read in the background as much less often as it is written.
+  caches_.pools->SetRefreshFactor([this](const std::string& pool) { return blocks_.Crowd(pool); });
+}
 
-PoolWriter::~PoolWriter() { Stop(); }
+PoolWriter::~PoolWriter() {
+  caches_.pools->SetRefreshFactor(nullptr);
+  Stop();
+}
 
 void PoolWriter::Start() { blocks_.Start(); }
 void PoolWriter::Stop() { blocks_.Stop(); }
