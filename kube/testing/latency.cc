@@ -57,7 +57,7 @@ LatencyState::TurnWait LatencyState::WaitForTurn(const std::string& object_key,
   const uint64_t ticket = q.next_ticket++;
   // `q` stays valid: the entry is erased only when no writer holds or waits for a ticket.
   while (q.serving != ticket) {
-    turns_cv_.wait_for(l, absl::ToChronoMilliseconds(kGiveUpPoll));
+    q.turn_cv.wait_for(l, absl::ToChronoMilliseconds(kGiveUpPoll));
     if (q.serving == ticket) break;
     l.unlock();
     const bool leave = give_up && give_up();
@@ -91,8 +91,11 @@ void LatencyState::EndTurn(const std::string& key, uint64_t ticket) {
   std::lock_guard<std::mutex> l(mu_);
   auto it = queues_.find(key);
   if (it == queues_.end() || it->second.serving != ticket) return;  // broken invariant: ignore
-  if (AdvanceLocked(it->second)) queues_.erase(it);
-  turns_cv_.notify_all();
+  if (AdvanceLocked(it->second)) {
+    queues_.erase(it);  // nobody waits for it
+    return;
+  }
+  it->second.turn_cv.notify_all();
 }
 
 LatencyState::Turn::~Turn() {
