@@ -675,9 +675,10 @@ int main(int argc, char** argv) {
     if (add_ms[i] <= 100) continue;
     ++slow_by_tenth[std::clamp(static_cast<int>(started_s[i] / total_add_s * 10), 0, 9)];
   }
-  double pool_writes = 0, conflicts = 0, from_reservations = 0;
+  double pool_writes = 0, conflicts = 0, from_reservations = 0, stale_skipped = 0;
   for (const Agent& a : agents) {
     pool_writes += bench::ScrapeCounter(a.health_port, "spiderpool_ipam_ippool_status_writes_total");
+    stale_skipped += bench::ScrapeCounter(a.health_port, "spiderpool_ipam_ippool_status_writes_skipped_total");
     conflicts += bench::ScrapeCounter(a.health_port, "spiderpool_ipam_allocation_update_ippool_conflict_counts_total");
     from_reservations += bench::ScrapeCounter(a.health_port, "spiderpool_ipam_node_reservation_handouts_total");
   }
@@ -807,6 +808,8 @@ int main(int argc, char** argv) {
       {"wall_ms_per_add", total_add_s * 1000.0 / pods},
       {"pool_status_writes", pool_writes},
       {"conflicts", conflicts},
+      // Writes the agents did not send: the pool changed while they were built.
+      {"pool_status_writes_skipped", stale_skipped},
       {"del", Stats(del_ms, total_del_s, del_failures.load())},
       {"del_inside_agents", bench::HistogramSummary(agent_del)},
       {"api_requests_per_pod_del", del_requests / pods},

@@ -363,6 +363,54 @@ TEST_F(CommitterTest, AStartCopyOlderThanTheLatestVersionIsReadAgainFirst) {
   EXPECT_EQ(committer.stats().conflicts, 0) << "wrote against the copy it knew was old";
 }
 
+// Another agent's write lands while a batch is being built, and the metadata watch says so
+// (latest_version): the batch is not sent to meet a 409 (a whole pool's decode on the server).
+// Background work steps back as after a 409; a waiting ADD re-reads and lands.
+TEST_F(CommitterTest, ABatchOvertakenWhileBuiltIsNotSent) {
+  using OnConflict = GroupCommitter<Book>::OnConflict;
+  std::string latest;  // what the "metadata watch" has seen
+  KubePoolStore store(cluster_->rest());
+  GroupCommitter<Book>::Hooks hooks = BookHooks();
+  hooks.latest_version = [&](const std::string&) -> std::optional<std::string> {
+    if (latest.empty()) return std::nullopt;
+    return latest;
+  };
+  GroupCommitter<Book> committer(&store, hooks);
+  KubePoolStore other_store(cluster_->rest());
+  GroupCommitter<Book> other(&other_store, BookHooks());
+  // The first time the mutation runs, another agent's write lands and is seen.
+  auto overtaken = [&](std::string uid, std::string* got) {
+    return [&, uid, mutation = Allocate(uid, 5, got), first = true](Book& book) mutable {
+      if (first) {
+        first = false;
+        std::string ip;
+        EXPECT_TRUE(other.Run(pool_name_, Allocate("other-" + uid, 5, &ip),
+                              absl::Now() + absl::Seconds(10)).ok());
+        auto now = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", pool_name_);
+        EXPECT_TRUE(now.ok()) << now.status();
+        if (now.ok()) latest = now->metadata.resource_version;
+      }
+      return mutation(book);
+    };
+  };
+
+  std::string bg;
+  absl::Status yielded = committer.Run(pool_name_, overtaken("bg", &bg),
+                                       absl::Now() + absl::Seconds(10), OnConflict::kYield);
+  EXPECT_TRUE(absl::IsAborted(yielded)) << yielded;
+  EXPECT_EQ(Records().size(), 1u) << "the yielded batch was written";
+  EXPECT_EQ(committer.stats().conflicts, 0) << "the stale batch was sent";
+  EXPECT_EQ(committer.stats().stale_skipped, 1);
+
+  std::string add;
+  ASSERT_TRUE(committer.Run(pool_name_, overtaken("add", &add),
+                            absl::Now() + absl::Seconds(10)).ok());
+  EXPECT_EQ(add, "10.9.0.3") << "not applied to the other agent's write";
+  EXPECT_EQ(Records().size(), 3u);
+  EXPECT_EQ(committer.stats().conflicts, 0) << "the stale batch was sent";
+  EXPECT_EQ(committer.stats().stale_skipped, 2);
+}
+
 // A mutation that needs a record another agent wrote a moment ago (a KubeVirt live migration
 // moves the VM's records to the target node) must not fail on a cache that lags behind: it is
 // re-applied to a fresh read once. A precondition that fails on the fresh read fails.

@@ -138,6 +138,9 @@ void IpamService::RegisterMetrics(kube::metrics::Registry& registry) {
            .WithLabels();
   auto& conflicts = counter("spiderpool_ipam_allocation_update_ippool_conflict_counts_total",
                             "SpiderIPPool status writes that met a 409 Conflict");
+  auto& skipped = counter("spiderpool_ipam_ippool_status_writes_skipped_total",
+                          "SpiderIPPool status writes not sent: the pool changed while they "
+                          "were built (they would have met a 409 Conflict)");
   auto& writes = counter("spiderpool_ipam_ippool_status_writes_total",
                          "SpiderIPPool status writes (each may carry many allocations)");
   auto& retries = counter("spiderpool_ipam_ippool_write_retries_total",
@@ -152,10 +155,11 @@ void IpamService::RegisterMetrics(kube::metrics::Registry& registry) {
                              "unused reservations given back to their pools");
   auto& lost = counter("spiderpool_ipam_node_reservation_lost_total",
                        "handed-out IPs whose reservation had vanished (an error)");
-  collect_hook_ = registry.AddCollectHook([this, &conflicts, &writes, &retries, &mutations,
+  collect_hook_ = registry.AddCollectHook([this, &conflicts, &skipped, &writes, &retries, &mutations,
                                            &handouts, &reserved, &given_back, &lost] {
     const CommitterStats s = writer_.committer_stats();
     conflicts.Inc(static_cast<double>(s.conflicts) - conflicts.Value());
+    skipped.Inc(static_cast<double>(s.stale_skipped) - skipped.Value());
     writes.Inc(static_cast<double>(s.writes) - writes.Value());
     retries.Inc(static_cast<double>(s.retries) - retries.Value());
     mutations.Inc(static_cast<double>(s.mutations) - mutations.Value());
