@@ -31,7 +31,9 @@
 //   3. In the background the reservation is turned into the pod's record (one write for every
 //      assignment made meanwhile, after `flush_after` without new ones, at most
 //      `max_flush_delay` after the first; both longer in a pool shared by more than
-//      kNodesPerFlushWindow nodes), and reservations unused for `idle_release` go back
+//      kNodesPerFlushWindow nodes, where the write also waits, up to the longer
+//      `max_flush_delay`, while pods still wait here for their IP: the node's burst goes on),
+//      and reservations unused for `idle_release` go back
 //      to the pool (after `tight_idle_release` when the pool has no unreserved IP left, so that
 //      other nodes waiting for one get it quickly; then also at once, while busy, whatever is
 //      beyond the node's fair part, point 6). These background writes step back for a random

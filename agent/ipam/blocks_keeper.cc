@@ -305,9 +305,22 @@ void NodeBlocks::Loop(std::stop_token stop) {
         // rewrites all of its records and fails the other nodes' writes in flight with 409.
         const int64_t crowd = CrowdOf(b.pool_nodes);
         if (!b.assigned.empty()) {
-          const absl::Time at = std::min(b.last_take + options_.flush_after * crowd,
-                                         b.first_unflushed + options_.max_flush_delay * crowd);
-          if (now >= at) what.flush = true; else next = std::min(next, at);
+          // In a crowded pool, while pods still wait here for their IP the node's burst goes
+          // on, however long its ADDs take: a pause in its hand-outs is not its end. Every
+          // node written mid-burst rewrote the whole pool among the others' ADDs (100-node
+          // ipam_e2e: ~85 pool writes inside the ADD wave); the write comes once the last
+          // waiting pod has its IP (checked every window), or at the longest delay.
+          const bool burst_on = crowd > 1 && WaitingLocked(b) > 0;
+          const absl::Time idle_at = b.last_take + options_.flush_after * crowd;
+          const absl::Time at =
+              std::min(burst_on ? absl::InfiniteFuture() : idle_at,
+                       b.first_unflushed + options_.max_flush_delay * crowd);
+          if (now >= at) {
+            what.flush = true;
+          } else {
+            next = std::min(next, at);
+            if (burst_on) next = std::min(next, std::max(idle_at, now + options_.flush_after));
+          }
         }
         // Records of DELs that returned already: batched over `flush_after`.
         if (!b.pending_releases.empty()) {

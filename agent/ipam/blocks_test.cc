@@ -160,6 +160,60 @@ class BlocksTest : public kube::testing::SpiderClusterTest {
     blocks_->Start();
   }
 
+  // A pool 2 × kNodesPerFlushWindow nodes share (19 other nodes' pods, and this node's
+  // reservations), one IP of it handed out here to pod uid-p; then the keeper runs.
+  struct HandedOut {
+    std::string pool;
+    base::IPAddress ip;
+    absl::Time taken;
+  };
+  HandedOut HandOutInACrowdedPool(BlockOptions options, NodeBlocks::Hooks hooks) {
+    HandedOut h;
+    blocks_ = std::make_unique<NodeBlocks>(kNode, options, committer_.get(), std::move(hooks),
+                                           nullptr);
+    absl::StatusOr<std::string> crowded =
+        CreatePool("crowded", "10.10.0.0/24", {"10.10.0.1-10.10.0.100"});
+    EXPECT_TRUE(crowded.ok()) << crowded.status();
+    if (!crowded.ok()) return h;
+    h.pool = *crowded;
+    std::vector<base::IPAddress> reserved;
+    EXPECT_TRUE(committer_
+                    ->Run(h.pool,
+                          [&](PoolBook& book) {
+                            for (int i = 0; i < 2 * NodeBlocks::kNodesPerFlushWindow - 1; ++i) {
+                              const std::string n = base::StrCat(i);
+                              absl::Status s = book.state.Allocate({.pod = "ns/o" + n,
+                                                                    .pod_uid = "o" + n,
+                                                                    .node = "node-o" + n})
+                                                   .status();
+                              if (!s.ok()) return s;
+                            }
+                            book.dirty = true;
+                            blocks_->TopUp(h.pool, book.state, &reserved, &book.dirty, "uid-0");
+                            return absl::OkStatus();
+                          },
+                          absl::Now() + absl::Seconds(30), PoolCommitter::OnConflict::kRetry,
+                          [&] { blocks_->AddReserved(h.pool, reserved); })
+                    .ok());
+    EXPECT_FALSE(reserved.empty());
+    h.taken = absl::Now();
+    std::optional<base::IPAddress> ip =
+        blocks_->Take(h.pool, {.pod = "ns/p", .pod_uid = "uid-p", .node = kNode},
+                      [](const base::IPAddress&) { return true; }, absl::Now() + absl::Seconds(1));
+    EXPECT_TRUE(ip.has_value());
+    if (ip.has_value()) h.ip = *ip;
+    blocks_->Start();
+    return h;
+  }
+  // Whether the pool records h.ip as pod uid-p's.
+  bool Recorded(const HandedOut& h) {
+    auto got = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", h.pool);
+    if (!got.ok()) return false;
+    absl::StatusOr<sp::PoolState> st = Build(*got);
+    const api::PoolIPAllocation* rec = st.ok() ? st->RecordOf(h.ip) : nullptr;
+    return rec != nullptr && rec->pod_uid == "uid-p";
+  }
+
   // One write of the pool: node-b's `pods` pods, then this node's TopUp. Returns what it
   // reserved (in the block once the write landed).
   std::vector<base::IPAddress> NodeBPodsThenTopUp(int pods) {
@@ -577,60 +631,42 @@ TEST_F(BlocksTest, AGiveBackAnotherNodeAskedForRetriesItsConflicts) {
 // grow with the nodes its records name (kNodesPerFlushWindow per window), so 50 nodes write
 // a shared pool about as often as 10.
 TEST_F(BlocksTest, AFlushWaitsLongerInAPoolManyNodesShare) {
-  blocks_ = std::make_unique<NodeBlocks>(
-      kNode,
+  const HandedOut h = HandOutInACrowdedPool(
       BlockOptions{.max_block = 4, .flush_after = absl::Seconds(1),
                    .max_flush_delay = absl::Seconds(1), .idle_release = absl::Hours(1),
                    .tight_idle_release = absl::Hours(1)},
-      committer_.get(),
-      NodeBlocks::Hooks{.cached_pool = [](const std::string&) { return nullptr; },
-                        .endpoint_ips = [](const std::string&) {
-                          return std::map<base::IPAddress, sp::AllocationRequest>{};
-                        },
-                        .build = Build},
-      nullptr);
-  absl::StatusOr<std::string> crowded =
-      CreatePool("crowded", "10.10.0.0/24", {"10.10.0.1-10.10.0.100"});
-  ASSERT_TRUE(crowded.ok()) << crowded.status();
-  // 2 × kNodesPerFlushWindow nodes name the pool: 19 others' pods and this node.
-  std::vector<base::IPAddress> reserved;
-  ASSERT_TRUE(committer_
-                  ->Run(*crowded,
-                        [&](PoolBook& book) {
-                          for (int i = 0; i < 2 * NodeBlocks::kNodesPerFlushWindow - 1; ++i) {
-                            const std::string n = base::StrCat(i);
-                            absl::Status s = book.state.Allocate({.pod = "ns/o" + n,
-                                                                  .pod_uid = "o" + n,
-                                                                  .node = "node-o" + n})
-                                                 .status();
-                            if (!s.ok()) return s;
-                          }
-                          book.dirty = true;
-                          blocks_->TopUp(*crowded, book.state, &reserved, &book.dirty, "uid-0");
-                          return absl::OkStatus();
-                        },
-                        absl::Now() + absl::Seconds(30), PoolCommitter::OnConflict::kRetry,
-                        [&] { blocks_->AddReserved(*crowded, reserved); })
-                  .ok());
-  ASSERT_FALSE(reserved.empty());
-  const sp::AllocationRequest pod{.pod = "ns/p", .pod_uid = "uid-p", .node = kNode};
-  const absl::Time taken = absl::Now();
-  std::optional<base::IPAddress> ip = blocks_->Take(
-      *crowded, pod, [](const base::IPAddress&) { return true; }, absl::Now() + absl::Seconds(1));
-  ASSERT_TRUE(ip.has_value());
-  blocks_->Start();
-  auto recorded = [&] {
-    auto got = kube::Client<api::SpiderIPPool>(cluster_->rest()).Get("", *crowded);
-    if (!got.ok()) return false;
-    absl::StatusOr<sp::PoolState> st = Build(*got);
-    const api::PoolIPAllocation* rec = st.ok() ? st->RecordOf(*ip) : nullptr;
-    return rec != nullptr && rec->pod_uid == "uid-p";
-  };
+      Waiting(0, [](const std::string&) { return std::string(); }));
+  if (HasFailure()) return;
   // Not after flush_after (1 s): after 2 × 1 s at the earliest.
-  absl::SleepFor(taken + absl::Milliseconds(1500) - absl::Now());
-  EXPECT_FALSE(recorded()) << "flushed within the window of a pool of up to 10 nodes";
-  EXPECT_TRUE(base::testing::WaitUntil(recorded, absl::Seconds(20))) << "never flushed";
-  EXPECT_GE(absl::Now() - taken, absl::Seconds(2));
+  absl::SleepFor(h.taken + absl::Milliseconds(1500) - absl::Now());
+  EXPECT_FALSE(Recorded(h)) << "flushed within the window of a pool of up to 10 nodes";
+  EXPECT_TRUE(base::testing::WaitUntil([&] { return Recorded(h); }, absl::Seconds(20)))
+      << "never flushed";
+  EXPECT_GE(absl::Now() - h.taken, absl::Seconds(2));
+}
+
+// In a pool many nodes share, a node whose pods still wait for their IP is in its burst: its
+// write waits for them, not for a pause in its hand-outs (100-node ipam_e2e: ~85 whole-pool
+// writes inside the ADD wave, every one among the other nodes' ADDs).
+TEST_F(BlocksTest, InACrowdedPoolTheFlushWaitsForTheNodesWaitingPods) {
+  auto waiting = std::make_shared<std::atomic<int>>(3);
+  NodeBlocks::Hooks hooks = Waiting(0, [](const std::string&) { return std::string(); });
+  hooks.waiting_pods = [waiting] {
+    std::set<std::string> uids;
+    for (int i = 0; i < *waiting; ++i) uids.insert(base::StrCat("wait-", i));
+    return uids;
+  };
+  const HandedOut h = HandOutInACrowdedPool(
+      BlockOptions{.max_block = 8, .flush_after = absl::Milliseconds(200),
+                   .max_flush_delay = absl::Hours(1), .idle_release = absl::Hours(1),
+                   .tight_idle_release = absl::Hours(1)},
+      std::move(hooks));
+  if (HasFailure()) return;
+  // Idle for 5 × the crowded window (2 × 200 ms), pods still waiting: no write.
+  absl::SleepFor(h.taken + absl::Seconds(2) - absl::Now());
+  EXPECT_FALSE(Recorded(h)) << "flushed while the node's pods still waited";
+  *waiting = 0;  // the burst is over
+  EXPECT_TRUE(base::testing::WaitUntil([&] { return Recorded(h); })) << "never flushed";
 }
 
 // Pods whose ADD writes its own record (the slow path: the first batch of a node, before it
