@@ -32,6 +32,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/cleanup/cleanup.h"
@@ -369,14 +370,7 @@ class GroupCommitter {
       // steps back as after a 409; the rest re-reads.
       if (KnownStale(name, *current)) {
         CountStaleBeforeWrite();
-        if (AllYield(batch)) {
-          FailAll(slot, batch, absl::AbortedError(base::StrCat(
-                                   "SpiderIPPool ", name, " was written meanwhile")));
-          return;
-        }
-        // Paced like a 409: a pool other agents keep writing is not re-read in a loop.
-        if (++conflicts_in_a_row > 1) PaceAfterConflict(name, conflicts_in_a_row, rng, batch);
-        AdoptQueued(slot, batch);
+        if (LostRace(slot, batch, name, "", &conflicts_in_a_row, rng)) return;
         current.reset();
         continue;
       }
@@ -399,13 +393,7 @@ class GroupCommitter {
         // second conflict in a row, to spread agents that keep colliding).
         CountConflict();
         ++conflicts;
-        if (AllYield(batch)) {
-          FailAll(slot, batch, absl::AbortedError(base::StrCat(
-                                   "SpiderIPPool ", name, " was written meanwhile (409 Conflict)")));
-          return;
-        }
-        if (++conflicts_in_a_row > 1) PaceAfterConflict(name, conflicts_in_a_row, rng, batch);
-        AdoptQueued(slot, batch);
+        if (LostRace(slot, batch, name, " (409 Conflict)", &conflicts_in_a_row, rng)) return;
         current.reset();  // the next attempt reads the winner's version from the store
         continue;
       }
@@ -435,10 +423,24 @@ class GroupCommitter {
     const std::optional<std::string> latest = hooks_.latest_version(name);
     return latest.has_value() && ResourceVersionNewer(*latest, copy.metadata.resource_version);
   }
-  static bool AllYield(const std::vector<Pending*>& batch) {
-    return std::all_of(batch.begin(), batch.end(), [](const Pending* p) {
+  // A batch that lost the race for the pool (a 409, or overtaken before it was sent): when
+  // every mutation is background work it yields (true: the batch is finished); otherwise
+  // mutations queued meanwhile join it for the next attempt, which waits from the second
+  // loss in a row (PaceAfterConflict) so that a pool other agents keep writing is not
+  // re-read in a loop.
+  bool LostRace(Slot* slot, std::vector<Pending*>& batch, const std::string& name,
+                std::string_view how, int* in_a_row, std::mt19937_64& rng) {
+    const bool yield = std::all_of(batch.begin(), batch.end(), [](const Pending* p) {
       return p == nullptr || p->on_conflict == OnConflict::kYield;
     });
+    if (yield) {
+      FailAll(slot, batch, absl::AbortedError(base::StrCat("SpiderIPPool ", name,
+                                                           " was written meanwhile", how)));
+      return true;
+    }
+    if (++*in_a_row > 1) PaceAfterConflict(name, *in_a_row, rng, batch);
+    AdoptQueued(slot, batch);
+    return false;
   }
 
   // Nothing of a batch is persisted before its write lands: mutations queued while it was being
