@@ -470,12 +470,14 @@ class SteppingClock : public base::Clock {
  public:
   absl::Time Now() const override { return now_; }
   bool SleepUntil(absl::Time deadline, std::stop_token) override {
+    wait_starts.push_back(now_);
     waits.push_back(deadline - now_);
     now_ = std::max(now_, deadline);
     return true;
   }
   void Advance(absl::Duration d) { now_ += d; }
   std::vector<absl::Duration> waits;
+  std::vector<absl::Time> wait_starts;
 
  private:
   absl::Time now_ = absl::FromUnixSeconds(1'700'000'000);
@@ -587,6 +589,26 @@ TEST(CommitterPacing, TheWindowGrowsToOneRoundTripPerWriterOfThePool) {
   // 16 conflicts: 9 draws from windows over 4 s, all under it ~1e-5.
   EXPECT_GT(LongestWaitWithinWindows(WaitsWithWriters(16, kSlow, 64), kSlow, 64), kSlow * 16)
       << "capped at 16 round trips although 64 agents write the pool";
+}
+
+// An ADD that keeps losing in a pool 50 agents write pauses at most half the time it has left:
+// a pause ending at its deadline is a failure without another try (without the cap, windows
+// of up to 50 round trips, 2 s here, against 1 s left: its last pause ran into the deadline).
+TEST(CommitterPacing, AWaitingBatchPausesAtMostHalfTheTimeItHasLeft) {
+  SteppingClock clock;
+  ConflictingStore store(&clock, /*conflicts=*/1000);
+  GroupCommitter<Book>::Hooks hooks = BookHooks();
+  hooks.writers = [](const std::string&) -> int64_t { return 50; };
+  GroupCommitter<Book> committer(&store, hooks, &clock);
+  const absl::Time deadline = clock.Now() + absl::Seconds(1);
+  std::string ip;
+  absl::Status s = committer.Run("busy", Allocate("p1", 5, &ip), deadline);
+  EXPECT_TRUE(absl::IsDeadlineExceeded(s)) << s;
+  ASSERT_FALSE(clock.waits.empty());
+  for (size_t i = 0; i < clock.waits.size(); ++i) {
+    EXPECT_LE(clock.waits[i], (deadline - clock.wait_starts[i]) / 2)
+        << "pause " << i << " of " << clock.waits.size();
+  }
 }
 
 // A pool that few agents write (fewer than 16): the cap is one slot (half a round trip) per
