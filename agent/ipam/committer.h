@@ -492,11 +492,8 @@ class GroupCommitter {
     // windows while new writers get in (100-node ipam_e2e with every pod before the agents:
     // ADDs timed out "after 9 attempts", 50 nodes writing each pool).
     if (!AllYieldable(batch)) {
-      absl::Time latest = absl::InfinitePast();
-      for (const Pending* p : batch) {
-        if (p != nullptr) latest = std::max(latest, p->deadline);
-      }
-      window = std::min(window, std::max(absl::ZeroDuration(), (latest - clock_->Now()) / 2));
+      window = std::min(window,
+                        std::max(absl::ZeroDuration(), (LatestDeadline(batch) - clock_->Now()) / 2));
     }
     std::uniform_real_distribution<double> share(0.0, 1.0);
     SleepFor(window * share(rng), batch);
@@ -508,13 +505,17 @@ class GroupCommitter {
     round_trip_ = round_trip_ == absl::ZeroDuration() ? took : round_trip_ + (took - round_trip_) / 8;
   }
 
-  // Sleeps `d`, but not past the latest deadline of the batch.
-  void SleepFor(absl::Duration d, const std::vector<Pending*>& batch) {
+  static absl::Time LatestDeadline(const std::vector<Pending*>& batch) {
     absl::Time latest = absl::InfinitePast();
-    for (Pending* p : batch) {
+    for (const Pending* p : batch) {
       if (p != nullptr) latest = std::max(latest, p->deadline);
     }
-    clock_->SleepUntil(std::min(latest, clock_->Now() + d));
+    return latest;
+  }
+
+  // Sleeps `d`, but not past the latest deadline of the batch.
+  void SleepFor(absl::Duration d, const std::vector<Pending*>& batch) {
+    clock_->SleepUntil(std::min(LatestDeadline(batch), clock_->Now() + d));
   }
 
   void SleepBackoff(base::Backoff& backoff, const std::vector<Pending*>& batch) {

@@ -155,8 +155,8 @@ void IpamService::RegisterMetrics(kube::metrics::Registry& registry) {
                              "unused reservations given back to their pools");
   auto& lost = counter("spiderpool_ipam_node_reservation_lost_total",
                        "handed-out IPs whose reservation had vanished (an error)");
-  collect_hook_ = registry.AddCollectHook([this, &conflicts, &skipped, &writes, &retries, &mutations,
-                                           &handouts, &reserved, &given_back, &lost] {
+  collect_hook_ = registry.AddCollectHook([this, &conflicts, &skipped, &writes, &retries,
+                                           &mutations, &handouts, &reserved, &given_back, &lost] {
     const CommitterStats s = writer_.committer_stats();
     conflicts.Inc(static_cast<double>(s.conflicts) - conflicts.Value());
     skipped.Inc(static_cast<double>(s.stale_skipped) - skipped.Value());
