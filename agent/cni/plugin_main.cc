@@ -1,14 +1,14 @@
 #include "agent/cni/plugin_main.h"
 
+#include <signal.h>
+#include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <string>
-#include <thread>
 
 #include "base/sigpipe.h"
 
@@ -51,56 +51,56 @@ bool ReadStdin(std::string* out, std::string* error) {
   }
 }
 
-class Watchdog {
- public:
-  ~Watchdog() {
-    if (!thread_.joinable()) return;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      done_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-  void Arm(std::chrono::steady_clock::time_point deadline, const Outcome& on_timeout) {
-    if (thread_.joinable()) return;
-    on_timeout_ = on_timeout;
-    thread_ = std::thread([this, deadline] {
-      std::unique_lock<std::mutex> l(mu_);
-      if (cv_.wait_until(l, deadline + kWatchdogGrace, [this] { return done_; })) return;
-      if (g_output_claimed.exchange(true)) return;
-      WriteAll(1, on_timeout_.stdout_text);
-      _exit(on_timeout_.exit_code);
-    });
-  }
+// The watchdog: a one-shot ITIMER_REAL whose SIGALRM handler prints the outcome it was armed
+// with and exits. No thread: one made every plugin process multi-threaded (a stack mapped and
+// unmapped, a clone, an exit that shoots down the other CPU's TLB) for a timer that almost never
+// fires (bench/README.md "cni_exec_bench"). The handler calls only write(2) and _exit(2), and
+// reads what was stored before the timer was armed: async-signal-safe. Armed once per process.
+std::string g_timeout_stdout;
+int g_timeout_exit_code = 0;
+bool g_watchdog_armed = false;
 
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  Outcome on_timeout_;
-  std::thread thread_;
-};
+void OnWatchdog(int) {
+  if (g_output_claimed.exchange(true)) return;  // the normal path is printing: it exits
+  WriteAll(1, g_timeout_stdout);
+  _exit(g_timeout_exit_code);
+}
+
+void ArmWatchdog(std::chrono::steady_clock::time_point deadline, const Outcome& on_timeout) {
+  if (g_watchdog_armed) return;
+  g_watchdog_armed = true;
+  g_timeout_stdout = on_timeout.stdout_text;
+  g_timeout_exit_code = on_timeout.exit_code;
+  struct sigaction sa {};
+  sa.sa_handler = OnWatchdog;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  if (sigaction(SIGALRM, &sa, nullptr) != 0) return;  // no watchdog; the client's deadline stays
+  const auto left = std::max<std::chrono::microseconds>(
+      std::chrono::duration_cast<std::chrono::microseconds>(
+          deadline + kWatchdogGrace - std::chrono::steady_clock::now()),
+      std::chrono::microseconds(1));
+  itimerval timer{};
+  timer.it_value.tv_sec = static_cast<time_t>(left.count() / 1000000);
+  timer.it_value.tv_usec = static_cast<suseconds_t>(left.count() % 1000000);
+  setitimer(ITIMER_REAL, &timer, nullptr);
+}
 
 }  // namespace
 
 void PluginMain(Outcome (*run)(const Env& env, const ProcessHooks& hooks)) {
   base::IgnoreSigpipe();
-  Watchdog watchdog;
   ProcessHooks hooks;
   hooks.read_stdin = ReadStdin;
-  hooks.deadline_known = [&watchdog](std::chrono::steady_clock::time_point deadline,
-                                     const Outcome& on_timeout) {
-    watchdog.Arm(deadline, on_timeout);
-  };
+  hooks.deadline_known = ArmWatchdog;
   Outcome out = run(Env::FromProcess(), hooks);
   if (g_output_claimed.exchange(true)) {
-    // The watchdog is printing its outcome and exiting.
+    // The watchdog's handler runs on another thread of the plugin and is printing its outcome.
     while (true) pause();
   }
   WriteAll(2, out.stderr_text);
   WriteAll(1, out.stdout_text);
-  _exit(out.exit_code);  // skip static destructors and the watchdog join
+  _exit(out.exit_code);  // skip static destructors
 }
 
 }  // namespace spiderpool::agent::cni
