@@ -11,9 +11,7 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 
@@ -27,14 +25,9 @@
 namespace spiderpool::agent {
 namespace {
 
-namespace fs = std::filesystem;
+using ::spiderpool::base::testing::ReadFile;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+namespace fs = std::filesystem;
 
 std::string Runfile(const std::string& path) { return (fs::current_path() / path).string(); }
 

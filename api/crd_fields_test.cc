@@ -6,9 +6,7 @@
 // Every mismatch is listed in the failure message.
 
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,20 +16,16 @@
 #include "api/kinds.h"
 #include "base/json.h"
 #include "base/yaml.h"
+#include "base/testing/temp_dir.h"
 
 namespace spiderpool::api {
 namespace {
 
+using ::spiderpool::base::testing::ReadFile;
+
 namespace fs = std::filesystem;
 
 constexpr const char* kCrdDir = "charts/spiderpool/crds";
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // kind -> CRD object, for every CRD of our group.
 std::map<std::string, Json> LoadCrds() {

@@ -3,9 +3,7 @@
 // (api/testdata/malformed/<kind>.yaml) must give exactly the expected field errors.
 
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -15,18 +13,14 @@
 #include "api/kinds.h"
 #include "base/json.h"
 #include "base/yaml.h"
+#include "base/testing/temp_dir.h"
 
 namespace spiderpool::api {
 namespace {
 
-namespace fs = std::filesystem;
+using ::spiderpool::base::testing::ReadFile;
 
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+namespace fs = std::filesystem;
 
 std::vector<Json> ReadYamlDocs(const fs::path& path) {
   auto docs = base::ParseYamlDocuments(ReadFile(path));

@@ -3,9 +3,7 @@
 
 #include "multus/defaults.h"
 
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -14,22 +12,18 @@
 #include "api/codec.h"
 #include "base/json.h"
 #include "base/yaml.h"
+#include "base/testing/temp_dir.h"
 
 namespace spiderpool::multus {
 namespace {
+
+using ::spiderpool::base::testing::ReadFile;
 
 using api::SpiderMultusConfig;
 using base::Json;
 
 constexpr const char* kCrd =
     "charts/spiderpool/crds/spiderpool.spidernet.io_spidermultusconfigs.yaml";
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 SpiderMultusConfig FromYaml(const std::string& yaml) {
   auto j = base::ParseYaml(yaml);

@@ -6,9 +6,7 @@
 #include "multus/generate.h"
 
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -20,9 +18,12 @@
 #include "base/json.h"
 #include "base/yaml.h"
 #include "multus/defaults.h"
+#include "base/testing/temp_dir.h"
 
 namespace spiderpool::multus {
 namespace {
+
+using ::spiderpool::base::testing::ReadFile;
 
 namespace fs = std::filesystem;
 using api::NetworkAttachmentDefinition;
@@ -31,13 +32,6 @@ using base::Json;
 
 constexpr const char* kTestdata = "multus/testdata";
 constexpr const char* kSeed = "e2e/samples/multusconfig.yaml";
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 SpiderMultusConfig LoadSmc(const fs::path& path) {
   auto j = base::ParseYaml(ReadFile(path));

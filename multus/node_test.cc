@@ -23,10 +23,8 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -42,6 +40,8 @@
 namespace spiderpool::multus {
 namespace {
 
+using ::spiderpool::base::testing::ReadFile;
+
 namespace fs = std::filesystem;
 using base::Json;
 using testing::CniArgs;
@@ -56,13 +56,6 @@ std::string Runfile(const std::string& path) {
   char cwd[PATH_MAX];
   if (getcwd(cwd, sizeof cwd) == nullptr) return path;
   return std::string(cwd) + "/" + path;
-}
-
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 class NodeTest : public ::testing::Test {

@@ -9,8 +9,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 
@@ -19,6 +17,8 @@
 
 namespace spiderpool::agent::cni {
 namespace {
+
+using ::spiderpool::base::testing::ReadFile;
 
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
@@ -44,13 +44,6 @@ Outcome PromptRun(const Env&, const ProcessHooks& hooks) {
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   if (fd < 0 || dup2(fd, 1) < 0) std::_Exit(98);
   PluginMain(run);
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 TEST(PluginMainDeathTest, TheWatchdogPrintsItsOutcomeAndExitsAfterTheDeadline) {

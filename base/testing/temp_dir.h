@@ -1,5 +1,6 @@
 #pragma once
-// TempDir: the one scratch directory helper of the tests. Each object owns a fresh directory
+// The tests' files: TempDir, the one scratch directory helper, and ReadFile.
+// TempDir: Each object owns a fresh directory
 // "/tmp/sp-<tag>-XXXXXX" and removes it, with everything in it, when it goes. It lives under
 // /tmp rather than $TEST_TMPDIR because the tests bind unix sockets inside it, and a socket path
 // must fit sockaddr_un's 108 bytes (Bazel's $TEST_TMPDIR alone can be longer). Failing to create
@@ -26,5 +27,9 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// The whole content of the file at `path`; "" when it cannot be read (the test's assertion on
+// the content then fails with what it expected).
+std::string ReadFile(const std::string& path);
 
 }  // namespace spiderpool::base::testing

@@ -1,9 +1,7 @@
 #include "dra/cdi/writer.h"
 
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "base/testing/temp_dir.h"
 #include "base/yaml.h"
@@ -13,15 +11,10 @@
 namespace spiderpool::dra::cdi {
 namespace {
 
+using ::spiderpool::base::testing::ReadFile;
+
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::vector<std::string> List(const std::string& dir) {
   std::vector<std::string> out;

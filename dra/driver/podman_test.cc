@@ -10,8 +10,6 @@
 
 #include <filesystem>
 #include <optional>
-#include <fstream>
-#include <sstream>
 
 #include "api/spider.h"
 #include "base/strings.h"
@@ -29,19 +27,14 @@
 namespace spiderpool::dra::driver {
 namespace {
 
+using ::spiderpool::base::testing::ReadFile;
+
 namespace fs = std::filesystem;
 using base::Json;
 using base::StrCat;
 using ::testing::HasSubstr;
 
 constexpr char kCrdDir[] = "charts/spiderpool/crds";
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 class DriverPodmanTest : public ::testing::Test {
  protected:

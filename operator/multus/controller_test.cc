@@ -8,9 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <fstream>
 #include <functional>
-#include <sstream>
 #include <thread>
 
 #include "api/core.h"
@@ -21,9 +19,12 @@
 #include "kube/rest/errors.h"
 #include "kube/testing/test_cluster.h"
 #include "multus/generate.h"
+#include "base/testing/temp_dir.h"
 
 namespace spiderpool::op::multus {
 namespace {
+
+using ::spiderpool::base::testing::ReadFile;
 
 using ::spiderpool::base::testing::WaitUntil;
 
@@ -35,13 +36,6 @@ using base::Json;
 constexpr char kCrdDir[] = "charts/spiderpool/crds";
 constexpr char kSeed[] = "e2e/samples/multusconfig.yaml";
 constexpr char kSeedGolden[] = "multus/testdata/macvlan-conf.nad.json";
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 Json MacvlanSMC(const std::string& name, const std::string& ns, const std::string& master,
                 Json annotations = Json::object()) {
